@@ -1,0 +1,109 @@
+// mxq numerics: portability layer shared by host C++, nvcc device code and NVRTC.
+//
+// Only headers that NVRTC can compile may be included from include/mxq/numerics/: no <cmath>,
+// no <vector>. Everything here is integer or IEEE fp32 arithmetic written out explicitly, so
+// that every backend computes the same bits.
+#pragma once
+
+#if defined(__CUDACC_RTC__)
+// NVRTC provides no C library; the fixed-width types are all we need.
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef signed char int8_t;
+typedef int int32_t;
+typedef long long int64_t;
+#else
+#include <cstdint>
+#include <cstring>
+#endif
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define MXQ_HD __host__ __device__ __forceinline__
+#else
+#define MXQ_HD inline
+#endif
+
+namespace mxq::num {
+
+MXQ_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+MXQ_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+inline constexpr uint32_t kF32AbsMask = 0x7fffffffu;
+inline constexpr uint32_t kF32InfBits = 0x7f800000u;
+inline constexpr uint32_t kF32MaxBits = 0x7f7fffffu;  // FLT_MAX
+inline constexpr uint32_t kF32NaNBits = 0x7fc00000u;
+
+MXQ_HD bool is_nan(float x) { return (float_bits(x) & kF32AbsMask) > kF32InfBits; }
+MXQ_HD bool is_inf(float x) { return (float_bits(x) & kF32AbsMask) == kF32InfBits; }
+MXQ_HD bool is_finite(float x) { return (float_bits(x) & kF32AbsMask) < kF32InfBits; }
+MXQ_HD float abs_f(float x) { return bits_float(float_bits(x) & kF32AbsMask); }
+MXQ_HD float flt_max() { return bits_float(kF32MaxBits); }
+MXQ_HD float quiet_nan() { return bits_float(kF32NaNBits); }
+
+// C99 fminf semantics (a NaN operand is ignored), written out so host and device agree.
+MXQ_HD float fmin_ignore_nan(float a, float b) {
+  if (is_nan(a)) return b;
+  if (is_nan(b)) return a;
+  return a < b ? a : b;
+}
+
+// max(|a|, |b|) with NaN propagation: the running block maximum of FORMATS.md section 2.
+MXQ_HD float amax_combine(float acc, float x) {
+  float ax = abs_f(x);
+  if (is_nan(acc) || is_nan(ax)) return quiet_nan();
+  return ax > acc ? ax : acc;
+}
+
+// 2^e as an fp32 value for e in [-149, 127], built from bits (exact, no libm).
+MXQ_HD float exp2i(int e) {
+  if (e >= -126) return bits_float(uint32_t(e + 127) << 23);
+  return bits_float(1u << (e + 149));
+}
+
+}  // namespace mxq::num
+
+namespace mxq::num {
+// Correctly rounded fp32 operations that the compiler may not contract into FMAs or replace
+// with approximations, on any backend (FORMATS.md section 2: IEEE fp32, no fast-math).
+MXQ_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;  // a product alone cannot be contracted; add_rn guards the add side
+#endif
+}
+MXQ_HD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+MXQ_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  volatile float r = a + b;  // volatile: forbids contracting a * b + c into an FMA
+  return r;
+#endif
+}
+}  // namespace mxq::num

@@ -1,0 +1,52 @@
+// Scale layouts of FORMATS.md section 3. A scale matrix is indexed by (mn, kb): mn is the row
+// of the quantized operand (M or N; for columnwise output, the input column) and kb the block
+// index along the reduction dimension. Kernels, the CPU reference and tests all call these.
+#pragma once
+
+#include "mxq/numerics/config.h"
+
+namespace mxq::num {
+
+enum class ScaleLayout : uint8_t {
+  row_major = 0,       // compact, in the data tensor's orientation
+  mn_major_tma = 1,    // fp32 [kb][align(mn, 4)]  (DeepGEMM sm90 activation scales)
+  packed_ue8m0 = 2,    // int32 [ceil(kb/4)][align(mn, 4)], byte j of word w = block 4w+j
+  swizzled_128x4 = 3,  // cuBLASLt / tcgen05 block-scaled layout, 1-byte scales
+};
+
+MXQ_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+MXQ_HD int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// Geometry of one scale matrix. `kb_outer` marks the compact columnwise "same shape" form, in
+// which the scale tensor has the input's orientation: [kb][mn].
+struct ScaleGeometry {
+  ScaleLayout layout;
+  int64_t mn, kb;
+  bool kb_outer;
+};
+
+// Number of storage units (bytes for 1-byte scales and packed_ue8m0, fp32 words otherwise) that
+// the layout occupies, padding included.
+MXQ_HD int64_t scale_storage_units(const ScaleGeometry& g) {
+  switch (g.layout) {
+    case ScaleLayout::row_major: return g.mn * g.kb;
+    case ScaleLayout::mn_major_tma: return g.kb * round_up(g.mn, 4);
+    case ScaleLayout::packed_ue8m0: return ceil_div(g.kb, 4) * round_up(g.mn, 4) * 4;
+    default: return round_up(g.mn, 128) * round_up(g.kb, 4);
+  }
+}
+
+// Storage unit holding scale (i, j), i < mn, j < kb.
+MXQ_HD int64_t scale_offset(const ScaleGeometry& g, int64_t i, int64_t j) {
+  switch (g.layout) {
+    case ScaleLayout::row_major: return g.kb_outer ? j * g.mn + i : i * g.kb + j;
+    case ScaleLayout::mn_major_tma: return j * round_up(g.mn, 4) + i;
+    case ScaleLayout::packed_ue8m0: return ((j / 4) * round_up(g.mn, 4) + i) * 4 + (j % 4);
+    default: {
+      const int64_t kb4 = round_up(g.kb, 4) / 4;
+      return ((i / 128) * kb4 + j / 4) * 512 + (i % 32) * 16 + ((i % 128) / 32) * 4 + j % 4;
+    }
+  }
+}
+
+}  // namespace mxq::num

@@ -1,0 +1,179 @@
+// Scaling rules of FORMATS.md section 2, one copy each. A recipe turns a block maximum into
+// (a) the scale that is stored and (b) the multiplier applied to every element before it is
+// converted with satfinite; quantize_element() is that last step for all recipes.
+#pragma once
+
+#include "mxq/numerics/config.h"
+#include "mxq/numerics/formats.h"
+
+namespace mxq::num {
+
+enum class Scheme : uint8_t { fp8_tensor = 0, fp8_block = 1, mx = 2, nvfp4 = 3 };
+enum class MxRounding : uint8_t { rceil = 0, floor = 1 };
+
+MXQ_HD uint8_t quantize_element(float x, float multiplier, ElemFormat f) {
+  return encode(mul_rn(x, multiplier), f, Saturation::satfinite);
+}
+
+// An infinite block maximum is treated as FLT_MAX when a scale is computed.
+MXQ_HD float finite_amax(float amax) { return is_inf(amax) ? flt_max() : amax; }
+
+// ---- 2.1 fp8_tensor: returns the encode scale; the stored decode scale is 1 / scale.
+// amax 0, NaN or Inf gives scale 1 (TransformerEngine compute_scale_from_amax). A finite amax so
+// small that fmax / amax overflows gives FLT_MAX (same source), before the optional pow2.
+MXQ_HD float fp8_tensor_scale(float amax, float fmax, float eps, bool pow2) {
+  if (!is_finite(amax) || !(amax > 0.0f)) return 1.0f;
+  const float a = amax > eps ? amax : eps;
+  float scale = div_rn(fmax, a);
+  if (is_inf(scale)) scale = flt_max();
+  if (pow2) scale = bits_float(float_bits(scale) & 0xff800000u);
+  return scale;
+}
+
+// ---- 2.2 fp8_block (also DeepSeek V4 FP4 activations with fmax 6): returns the decode scale s.
+// Rules beyond FORMATS.md, pinned by tests: a quotient that underflows to 0 gives s = 1 (as for
+// amax 0 with eps 0); pow2 scales are at least 2^-127 so that UE8M0 can hold them.
+MXQ_HD float fp8_block_scale(float amax, float fmax, float eps, bool pow2) {
+  if (is_nan(amax)) return quiet_nan();
+  float a = finite_amax(amax);
+  if (a < eps) a = eps;
+  if (a == 0.0f) return 1.0f;
+  float s = div_rn(a, fmax);
+  if (s == 0.0f) return 1.0f;
+  if (pow2) {
+    const uint32_t b = float_bits(s);
+    if (b >> 23) {  // normal: 2^ceil(log2 s) = next exponent if any mantissa bit is set
+      s = bits_float((b & 0x7fffffu) ? ((b & 0xff800000u) + 0x800000u) : b);
+    } else {  // subnormal: clamp to 2^-127, the smallest UE8M0 value
+      s = exp2i(-127);
+      if (b > 0x400000u) s = exp2i(-126);
+    }
+  }
+  return s;
+}
+
+// Element multiplier for a decode scale s: min(1 / s, FLT_MAX); NaN stays NaN.
+MXQ_HD float reciprocal_multiplier(float s) {
+  if (is_nan(s)) return s;
+  const float r = div_rn(1.0f, s);
+  return is_inf(r) ? flt_max() : r;
+}
+
+// UE8M0 code of a pow2 decode scale (exact); NaN -> 0xff.
+MXQ_HD uint8_t pow2_scale_to_e8m0(float s) {
+  if (is_nan(s)) return kE8M0NaN;
+  const uint32_t b = float_bits(s);
+  return uint8_t(b >> 23);  // 2^-127 (0x400000) has field 0, which is code 0
+}
+
+// ---- 2.3 MX: UE8M0 block scale code from the block maximum.
+MXQ_HD int mx_emax(ElemFormat f) {
+  return f == ElemFormat::e4m3fn ? 8 : (f == ElemFormat::e5m2 ? 15 : 2);
+}
+
+MXQ_HD uint8_t mx_scale_code(float amax, ElemFormat f, MxRounding rounding) {
+  if (is_nan(amax)) return kE8M0NaN;
+  const float a = finite_amax(amax);
+  if (a == 0.0f) return 0;
+  if (rounding == MxRounding::rceil) {
+    const uint32_t v = float_bits(div_rn(a, max_finite(f)));
+    const uint32_t e = v >> 23;
+    if (e == 0) return v > 0x400000u ? 1 : 0;
+    const uint32_t code = e + ((v & 0x7fffffu) ? 1u : 0u);
+    return uint8_t(code > 254u ? 254u : code);
+  }
+  const uint32_t b = float_bits(a);
+  int floor_log2;
+  if (b >> 23) {
+    floor_log2 = int(b >> 23) - 127;
+  } else {
+    int p = 22;
+    while (!((b >> p) & 1u)) --p;
+    floor_log2 = p - 149;
+  }
+  const int code = floor_log2 - mx_emax(f) + 127;
+  return uint8_t(code < 0 ? 0 : (code > 254 ? 254 : code));
+}
+
+// 2^(127 - code): an exact power-of-two multiplier; NaN for the NaN code.
+MXQ_HD float mx_multiplier(uint8_t code) {
+  return code == kE8M0NaN ? quiet_nan() : exp2i(127 - int(code));
+}
+
+// ---- 2.4 NVFP4 (TransformerEngine core_nvfp4.cuh).
+inline constexpr float kNvfp4Range = 448.0f * 6.0f;
+inline constexpr float kOneSixth = 1.0f / 6.0f;
+inline constexpr uint8_t kUE4M3NaN = 0x7f;
+
+// S_enc from the global amax. fminf semantics: a NaN quotient becomes FLT_MAX.
+MXQ_HD float nvfp4_encode_scale(float global_amax) {
+  const float s = fmin_ignore_nan(div_rn(kNvfp4Range, global_amax), flt_max());
+  return (global_amax == 0.0f || s == 0.0f) ? 1.0f : s;
+}
+
+// The global decode scale stored with the tensor (ModelOpt's weight_scale_2).
+MXQ_HD float nvfp4_decode_scale(float s_enc) { return div_rn(1.0f, s_enc); }
+
+MXQ_HD uint8_t nvfp4_block_scale_code(float amax, float s_enc) {
+  if (is_nan(amax)) return kUE4M3NaN;
+  return encode(mul_rn(finite_amax(amax), mul_rn(s_enc, kOneSixth)), ElemFormat::e4m3fn,
+                Saturation::satfinite);
+}
+
+// r = min(1 / (S_dec_b * (1 / S_enc)), FLT_MAX); a NaN block gives NaN so its elements get code 0.
+MXQ_HD float nvfp4_multiplier(uint8_t scale_code, float s_enc) {
+  if ((scale_code & 0x7fu) == kUE4M3NaN) return quiet_nan();
+  const float d = mul_rn(decode(scale_code, ElemFormat::e4m3fn), nvfp4_decode_scale(s_enc));
+  return fmin_ignore_nan(div_rn(1.0f, d), flt_max());
+}
+
+}  // namespace mxq::num
+
+namespace mxq::num {
+
+// Everything a kernel needs to turn a block maximum into its stored scale and its element
+// multiplier. Plain data so that it can be a kernel argument or a JIT constant.
+struct ScaleRule {
+  Scheme scheme;
+  ElemFormat elem;
+  MxRounding rounding;
+  bool pow2;
+  bool ue8m0_out;  // fp8_block: store the UE8M0 code of the pow2 scale instead of fp32
+  float eps;
+  float tensor_factor;  // fp8_tensor: the encode scale; nvfp4: S_enc; unused otherwise
+};
+
+struct BlockScale {
+  float multiplier;  // applied to each element before the satfinite conversion
+  uint32_t stored;   // fp32 bits (fp8_block fp32) or a 1-byte code; unused for fp8_tensor
+};
+
+MXQ_HD BlockScale block_scale(const ScaleRule& r, float amax) {
+  switch (r.scheme) {
+    case Scheme::fp8_tensor: return {r.tensor_factor, 0u};
+    case Scheme::fp8_block: {
+      const float s = fp8_block_scale(amax, max_finite(r.elem), r.eps, r.pow2);
+      return {reciprocal_multiplier(s), r.ue8m0_out ? uint32_t(pow2_scale_to_e8m0(s)) : float_bits(s)};
+    }
+    case Scheme::mx: {
+      const uint8_t code = mx_scale_code(amax, r.elem, r.rounding);
+      return {mx_multiplier(code), code};
+    }
+    default: {
+      const uint8_t code = nvfp4_block_scale_code(amax, r.tensor_factor);
+      return {nvfp4_multiplier(code, r.tensor_factor), code};
+    }
+  }
+}
+
+// Decode multiplier of one stored block scale (dequantize: x = q * block * global).
+MXQ_HD float block_decode_scale(Scheme scheme, bool ue8m0_or_fp32_bits, uint32_t stored) {
+  switch (scheme) {
+    case Scheme::fp8_tensor: return 1.0f;
+    case Scheme::fp8_block: return ue8m0_or_fp32_bits ? decode_e8m0(uint8_t(stored)) : bits_float(stored);
+    case Scheme::mx: return decode_e8m0(uint8_t(stored));
+    default: return decode(uint8_t(stored), ElemFormat::e4m3fn);
+  }
+}
+
+}  // namespace mxq::num

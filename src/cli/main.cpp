@@ -1,0 +1,124 @@
+// The mxq command. Results go to stdout, progress and errors to stderr.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/demo.hpp"
+#include "mxq/mxq.hpp"
+#include "runtime/backends.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+
+void print_demo(const std::vector<mxq::cli::DemoRow>& rows, bool as_json) {
+  if (as_json) {
+    json j = json::array();
+    for (const auto& r : rows)
+      j.push_back({{"tensor", r.tensor}, {"recipe", r.recipe}, {"backend", r.backend},
+                   {"bits_per_element", r.bits_per_element}, {"sqnr_db", r.sqnr_db},
+                   {"max_rel_err", r.max_rel_err}, {"ms", r.ms}, {"gb_per_s", r.gbps}});
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%-10s %-46s %-8s %9s %9s %11s %9s %9s\n", "tensor", "recipe", "backend", "bits/elem", "SQNR dB",
+              "max rel err", "ms", "GB/s");
+  for (const auto& r : rows)
+    std::printf("%-10s %-46s %-8s %9.3f %9.2f %11.4f %9.3f %9.2f\n", r.tensor.c_str(), r.recipe.c_str(),
+                r.backend.c_str(), r.bits_per_element, r.sqnr_db, r.max_rel_err, r.ms, r.gbps);
+  std::printf("bits/elem counts scales; max rel err over |x| >= 0.01 rms(x); GB/s = (input + output bytes) / time\n");
+}
+
+int run_info(bool as_json) {
+  const auto st = mxq::backend_status();
+  if (as_json) {
+    json b = json::array();
+    for (const auto& s : st)
+      b.push_back({{"backend", mxq::backend_name(s.backend)}, {"available", s.available}, {"detail", s.detail}});
+    std::cout << json{{"version", mxq::version()}, {"backends", b}, {"recipes", mxq::Recipe::preset_names()},
+                      {"dtypes", mxq::supported_dtype_names()}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("mxq %s\n", mxq::version().c_str());
+  std::printf("backends:\n");
+  for (const auto& s : st)
+    std::printf("  %-9s %-13s %s\n", mxq::backend_name(s.backend), s.available ? "available" : "unavailable",
+                s.detail.c_str());
+  std::printf("recipes: %s\n", mxq::Recipe::preset_names().c_str());
+  std::printf("dtypes:  %s\n", mxq::supported_dtype_names().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mxq: low-precision quantization (FP8, MXFP8, MXFP4, NVFP4) for NVIDIA GPUs"};
+  app.require_subcommand(1);
+  bool as_json = false;
+  app.add_flag("--json", as_json, "machine-readable output");
+
+  auto* demo = app.add_subcommand("demo", "quantize activation- and weight-like tensors in every recipe");
+  mxq::cli::DemoOptions dopt;
+  std::string backend = "auto";
+  demo->add_option("--rows", dopt.act_rows, "activation rows")->check(CLI::PositiveNumber);
+  demo->add_option("--weight-rows", dopt.weight_rows, "weight rows")->check(CLI::PositiveNumber);
+  demo->add_option("--cols", dopt.cols, "columns (hidden size)")->check(CLI::PositiveNumber);
+  demo->add_option("--seed", dopt.seed, "random seed");
+  demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(CLI::PositiveNumber);
+  demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
+  demo->add_option("--backend", backend, "auto, cpu, cuda-aot or cuda-jit");
+  demo->add_flag("--json", as_json, "machine-readable output");
+
+  auto* info = app.add_subcommand("info", "build, backends and why unavailable ones are");
+  info->add_flag("--json", as_json, "machine-readable output");
+
+  auto* recipe = app.add_subcommand("recipe", "parse a recipe and print its output layout for a shape");
+  std::string recipe_text;
+  int64_t rows = 128, cols = 128;
+  recipe->add_option("recipe", recipe_text, "e.g. mxfp8:dir=both")->required();
+  recipe->add_option("--rows", rows, "input rows");
+  recipe->add_option("--cols", cols, "input columns");
+  recipe->add_flag("--json", as_json, "machine-readable output");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*demo) {
+      dopt.backend = mxq::parse_backend(backend, "--backend");
+      std::fprintf(stderr, "mxq demo: activation %lldx%lld and weight %lldx%lld bf16 ...\n", (long long)dopt.act_rows,
+                   (long long)dopt.cols, (long long)dopt.weight_rows, (long long)dopt.cols);
+      print_demo(mxq::cli::run_demo(dopt), as_json);
+      return 0;
+    }
+    if (*info) return run_info(as_json);
+    if (*recipe) {
+      const auto r = mxq::Recipe::parse(recipe_text);
+      const auto L = mxq::plan(r, rows, cols);
+      auto spec = [](const mxq::BufferSpec& s) {
+        return json{{"dtype", mxq::dtype_name(s.dtype)}, {"shape", {s.rows, s.cols}}, {"bytes", s.bytes}};
+      };
+      json j{{"recipe", r.name()}, {"rows", rows}, {"cols", cols}};
+      if (L.data.present()) j["data"] = spec(L.data);
+      if (L.scales.present()) j["scales"] = spec(L.scales);
+      if (L.col_data.present()) j["col_data"] = spec(L.col_data);
+      if (L.col_scales.present()) j["col_scales"] = spec(L.col_scales);
+      if (L.global_scale.present()) j["global_scale"] = spec(L.global_scale);
+      j["total_bytes"] = L.total_bytes();
+      if (as_json) {
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::printf("%s\n", j.dump(2).c_str());
+      }
+      return 0;
+    }
+  } catch (const mxq::Error& e) {
+    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mxq: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

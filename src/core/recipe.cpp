@@ -1,0 +1,310 @@
+#include "mxq/recipe.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "mxq/error.hpp"
+
+namespace mxq {
+namespace {
+
+struct Preset {
+  const char* name;
+  Recipe recipe;
+};
+
+Recipe make(Scheme s, ElemFormat e, int br, int bc, ScaleType st, float eps = 0.0f, bool pow2 = false) {
+  Recipe r;
+  r.scheme = s;
+  r.elem = e;
+  r.block_rows = br;
+  r.block_cols = bc;
+  r.scale_type = st;
+  r.eps = eps;
+  r.pow2 = pow2;
+  return r;
+}
+
+// DeepGEMM / TileLang default eps for fp8_block (FORMATS.md 2.2).
+constexpr float kBlockEps = 1e-4f;
+
+const std::vector<Preset>& presets() {
+  using E = ElemFormat;
+  using S = Scheme;
+  using T = ScaleType;
+  static const std::vector<Preset> p = {
+      {"fp8_tensor", make(S::fp8_tensor, E::e4m3fn, 0, 0, T::float32)},
+      {"fp8_tensor_e5m2", make(S::fp8_tensor, E::e5m2, 0, 0, T::float32)},
+      {"fp8_block_1x128", make(S::fp8_block, E::e4m3fn, 1, 128, T::float32, kBlockEps)},
+      {"fp8_block_1x64", make(S::fp8_block, E::e4m3fn, 1, 64, T::float32, kBlockEps)},
+      {"fp8_block_1x32", make(S::fp8_block, E::e4m3fn, 1, 32, T::float32, kBlockEps)},
+      {"fp8_block_128x128", make(S::fp8_block, E::e4m3fn, 128, 128, T::float32, kBlockEps)},
+      {"mxfp8", make(S::mx, E::e4m3fn, 1, 32, T::ue8m0)},
+      {"mxfp8_e5m2", make(S::mx, E::e5m2, 1, 32, T::ue8m0)},
+      {"mxfp4", make(S::mx, E::e2m1, 1, 32, T::ue8m0)},
+      {"nvfp4", make(S::nvfp4, E::e2m1, 1, 16, T::ue4m3)},
+      {"nvfp4_2d", make(S::nvfp4, E::e2m1, 16, 16, T::ue4m3)},
+      {"fp4_block_1x32", make(S::fp8_block, E::e2m1, 1, 32, T::ue8m0, kBlockEps, true)},
+  };
+  return p;
+}
+
+const Preset* find_preset(std::string_view name) {
+  if (name == "fp8_block") name = "fp8_block_1x128";
+  if (name == "mxfp8_e4m3") name = "mxfp8";
+  for (const auto& p : presets())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+std::string fmt_float(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
+[[noreturn]] void bad_option(std::string_view key, std::string_view value, std::string_view expected) {
+  fail_arg("recipe: option " + std::string(key) + "=" + std::string(value) + " is invalid; expected " +
+           std::string(expected));
+}
+
+bool parse_bool(std::string_view key, std::string_view v) {
+  if (v == "1" || v == "true") return true;
+  if (v == "0" || v == "false") return false;
+  bad_option(key, v, "0, 1, true or false");
+}
+
+int parse_int(std::string_view key, std::string_view v) {
+  int out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size()) bad_option(key, v, "an integer");
+  return out;
+}
+
+ElemFormat parse_elem(std::string_view key, std::string_view v) {
+  const DType t = parse_dtype(v, "recipe: option " + std::string(key));
+  if (t == DType::float8_e4m3fn) return ElemFormat::e4m3fn;
+  if (t == DType::float8_e5m2) return ElemFormat::e5m2;
+  if (t == DType::float4_e2m1fn) return ElemFormat::e2m1;
+  bad_option(key, v, "float8_e4m3fn, float8_e5m2 or float4_e2m1fn");
+}
+
+void apply_option(Recipe& r, std::string_view key, std::string_view v) {
+  if (key == "elem") {
+    r.elem = parse_elem(key, v);
+  } else if (key == "group") {
+    r.block_cols = parse_int(key, v);
+  } else if (key == "block") {
+    const auto x = v.find('x');
+    if (x == std::string_view::npos) bad_option(key, v, "ROWSxCOLS, e.g. 1x128");
+    r.block_rows = parse_int(key, v.substr(0, x));
+    r.block_cols = parse_int(key, v.substr(x + 1));
+  } else if (key == "pow2") {
+    r.pow2 = parse_bool(key, v);
+  } else if (key == "eps") {
+    char* end = nullptr;
+    const std::string s(v);
+    const float f = std::strtof(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !(f >= 0.0f) || f > 3.0e38f) bad_option(key, v, "a finite number >= 0");
+    r.eps = f;
+  } else if (key == "rounding") {
+    if (v == "rceil") r.rounding = MxRounding::rceil;
+    else if (v == "floor") r.rounding = MxRounding::floor;
+    else bad_option(key, v, "rceil or floor");
+  } else if (key == "layout") {
+    if (v == "row_major") r.layout = ScaleLayout::row_major;
+    else if (v == "mn_major_tma") r.layout = ScaleLayout::mn_major_tma;
+    else if (v == "packed_ue8m0") r.layout = ScaleLayout::packed_ue8m0;
+    else if (v == "swizzled_128x4") r.layout = ScaleLayout::swizzled_128x4;
+    else bad_option(key, v, "row_major, mn_major_tma, packed_ue8m0 or swizzled_128x4");
+  } else if (key == "scale") {
+    if (v == "float32") r.scale_type = ScaleType::float32;
+    else if (v == "float8_e8m0fnu" || v == "ue8m0") r.scale_type = ScaleType::ue8m0;
+    else if (v == "ue4m3") r.scale_type = ScaleType::ue4m3;
+    else bad_option(key, v, "float32, float8_e8m0fnu (ue8m0) or ue4m3");
+  } else if (key == "dir") {
+    if (v == "row") r.direction = Direction::rowwise;
+    else if (v == "col") r.direction = Direction::columnwise;
+    else if (v == "both") r.direction = Direction::both;
+    else bad_option(key, v, "row, col or both");
+  } else if (key == "colform") {
+    if (v == "transposed") r.column_form = ColumnForm::transposed;
+    else if (v == "same") r.column_form = ColumnForm::same_shape;
+    else bad_option(key, v, "transposed or same");
+  } else {
+    fail_arg("recipe: unknown option '" + std::string(key) +
+             "'; known: elem, group, block, pow2, eps, rounding, layout, scale, dir, colform");
+  }
+}
+
+// Options of `r` that differ from `base`, as "k=v" strings.
+std::vector<std::string> diff_options(const Recipe& base, const Recipe& r) {
+  std::vector<std::string> out;
+  if (r.elem != base.elem) out.push_back(std::string("elem=") + elem_dtype_name(r.elem));
+  if (r.block_rows != base.block_rows || r.block_cols != base.block_cols)
+    out.push_back("block=" + std::to_string(r.block_rows) + "x" + std::to_string(r.block_cols));
+  if (r.pow2 != base.pow2) out.push_back(std::string("pow2=") + (r.pow2 ? "1" : "0"));
+  if (r.eps != base.eps) out.push_back("eps=" + fmt_float(r.eps));
+  if (r.rounding != base.rounding)
+    out.push_back(std::string("rounding=") + (r.rounding == MxRounding::rceil ? "rceil" : "floor"));
+  if (r.layout != base.layout) out.push_back(std::string("layout=") + layout_name(r.layout));
+  if (r.scale_type != base.scale_type) {
+    static const char* names[] = {"float32", "float8_e8m0fnu", "ue4m3"};
+    out.push_back(std::string("scale=") + names[int(r.scale_type)]);
+  }
+  if (r.direction != base.direction) {
+    static const char* names[] = {"", "row", "col", "both"};
+    out.push_back(std::string("dir=") + names[int(r.direction)]);
+  }
+  if (r.column_form != base.column_form)
+    out.push_back(std::string("colform=") + (r.column_form == ColumnForm::transposed ? "transposed" : "same"));
+  return out;
+}
+
+}  // namespace
+
+const char* scheme_name(Scheme s) {
+  switch (s) {
+    case Scheme::fp8_tensor: return "fp8_tensor";
+    case Scheme::fp8_block: return "fp8_block";
+    case Scheme::mx: return "mx";
+    default: return "nvfp4";
+  }
+}
+
+const char* layout_name(ScaleLayout l) {
+  switch (l) {
+    case ScaleLayout::row_major: return "row_major";
+    case ScaleLayout::mn_major_tma: return "mn_major_tma";
+    case ScaleLayout::packed_ue8m0: return "packed_ue8m0";
+    default: return "swizzled_128x4";
+  }
+}
+
+const char* elem_dtype_name(ElemFormat f) {
+  switch (f) {
+    case ElemFormat::e4m3fn: return "float8_e4m3fn";
+    case ElemFormat::e5m2: return "float8_e5m2";
+    default: return "float4_e2m1fn";
+  }
+}
+
+std::string Recipe::preset_names() {
+  std::string s;
+  for (const auto& p : presets()) {
+    if (!s.empty()) s += ", ";
+    s += p.name;
+  }
+  return s;
+}
+
+Recipe Recipe::parse(std::string_view text) {
+  const auto colon = text.find(':');
+  const std::string_view head = text.substr(0, colon);
+  const Preset* p = find_preset(head);
+  if (!p) fail_arg("recipe: unknown recipe '" + std::string(head) + "'; presets: " + preset_names());
+  Recipe r = p->recipe;
+  if (colon != std::string_view::npos) {
+    std::string_view rest = text.substr(colon + 1);
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      const auto eq = item.find('=');
+      if (eq == std::string_view::npos) fail_arg("recipe: option '" + std::string(item) + "' must be key=value");
+      apply_option(r, item.substr(0, eq), item.substr(eq + 1));
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+  }
+  // pow2 block scales stored as UE8M0 imply a UE8M0 layout; fp32 stays the default otherwise
+  if (r.layout == ScaleLayout::packed_ue8m0 && r.scheme == Scheme::fp8_block) r.scale_type = ScaleType::ue8m0;
+  r.validate();
+  return r;
+}
+
+std::string Recipe::name() const {
+  std::string best;
+  size_t best_n = SIZE_MAX;
+  for (const auto& p : presets()) {
+    if (p.recipe.scheme != scheme) continue;
+    const auto d = diff_options(p.recipe, *this);
+    if (d.size() < best_n) {
+      best_n = d.size();
+      best = p.name;
+      for (size_t i = 0; i < d.size(); ++i) best += (i ? "," : ":") + d[i];
+    }
+  }
+  return best;
+}
+
+void Recipe::validate() const {
+  const std::string where = "recipe " + name() + ": ";
+  auto bad = [&](const std::string& m) { fail_arg(where + m); };
+  const bool fp4 = elem == ElemFormat::e2m1;
+  switch (scheme) {
+    case Scheme::fp8_tensor:
+      if (fp4) bad("fp8_tensor needs elem float8_e4m3fn or float8_e5m2, got float4_e2m1fn");
+      if (block_rows != 0 || block_cols != 0) bad("fp8_tensor has no blocks (block=0x0)");
+      if (scale_type != ScaleType::float32) bad("fp8_tensor stores an fp32 scale_inv (scale=float32)");
+      if (layout != ScaleLayout::row_major) bad("fp8_tensor has a scalar scale (layout=row_major)");
+      break;
+    case Scheme::fp8_block: {
+      const bool row_group = block_rows == 1 && (block_cols == 32 || block_cols == 64 || block_cols == 128);
+      const bool square = block_rows == 128 && block_cols == 128;
+      if (!row_group && !square)
+        bad("fp8_block blocks are 1x32, 1x64, 1x128 or 128x128, got " + std::to_string(block_rows) + "x" +
+            std::to_string(block_cols));
+      if (scale_type == ScaleType::ue4m3) bad("fp8_block scales are float32 or float8_e8m0fnu");
+      if (scale_type == ScaleType::ue8m0 && !pow2) bad("scale=float8_e8m0fnu needs pow2=1 (exact UE8M0 scales)");
+      if (layout == ScaleLayout::swizzled_128x4) bad("fp8_block scales are row_major, mn_major_tma or packed_ue8m0");
+      if (layout == ScaleLayout::mn_major_tma && (scale_type != ScaleType::float32 || square))
+        bad("layout=mn_major_tma holds float32 scales of 1xG groups");
+      if (layout == ScaleLayout::packed_ue8m0 && (scale_type != ScaleType::ue8m0 || square))
+        bad("layout=packed_ue8m0 holds float8_e8m0fnu scales of 1xG groups");
+      break;
+    }
+    case Scheme::mx:
+      if (block_rows != 1 || block_cols != 32) bad("MX blocks are 1x32");
+      if (scale_type != ScaleType::ue8m0) bad("MX scales are float8_e8m0fnu");
+      if (layout == ScaleLayout::mn_major_tma) bad("MX scales are row_major, packed_ue8m0 or swizzled_128x4");
+      break;
+    case Scheme::nvfp4:
+      if (!fp4) bad("nvfp4 elements are float4_e2m1fn");
+      if (!((block_rows == 1 || block_rows == 16) && block_cols == 16)) bad("nvfp4 blocks are 1x16 or 16x16 (2-D)");
+      if (scale_type != ScaleType::ue4m3) bad("nvfp4 scales are ue4m3");
+      if (layout != ScaleLayout::row_major && layout != ScaleLayout::swizzled_128x4)
+        bad("nvfp4 scales are row_major or swizzled_128x4");
+      break;
+  }
+  if (pow2 && scheme != Scheme::fp8_block && scheme != Scheme::fp8_tensor)
+    bad("pow2 applies to fp8_tensor and fp8_block (MX scales are powers of two already)");
+  if (!(eps >= 0.0f) || eps > 3.0e38f) bad("eps must be finite and >= 0, got " + fmt_float(eps));
+  if (has_columnwise() && column_form == ColumnForm::same_shape && layout != ScaleLayout::row_major &&
+      layout != ScaleLayout::swizzled_128x4)
+    bad("columnwise same-shape output supports layout row_major or swizzled_128x4");
+}
+
+DType Recipe::data_dtype() const {
+  switch (elem) {
+    case ElemFormat::e4m3fn: return DType::float8_e4m3fn;
+    case ElemFormat::e5m2: return DType::float8_e5m2;
+    default: return DType::float4_e2m1fn;
+  }
+}
+
+DType Recipe::scale_dtype() const {
+  if (layout == ScaleLayout::packed_ue8m0) return DType::int32;
+  switch (scale_type) {
+    case ScaleType::float32: return DType::float32;
+    case ScaleType::ue8m0: return DType::float8_e8m0fnu;
+    default: return DType::float8_e4m3fn;
+  }
+}
+
+num::ScaleRule Recipe::scale_rule(float tensor_factor) const {
+  return {scheme, elem, rounding, pow2, scale_type == ScaleType::ue8m0, eps, tensor_factor};
+}
+
+}  // namespace mxq

@@ -1,0 +1,99 @@
+#include "core/validate.hpp"
+
+#include "mxq/error.hpp"
+
+namespace mxq {
+namespace {
+
+bool is_float_io(DType t) { return t == DType::float32 || t == DType::float16 || t == DType::bfloat16; }
+
+void check_buffer(const char* what, const Buffer& b, const BufferSpec& spec, const std::string& recipe) {
+  if (!spec.present()) return;
+  if (!b.data)
+    fail_arg(std::string("quantized.") + what + ".data is null; recipe " + recipe + " needs " +
+             std::to_string(spec.bytes) + " bytes there");
+  if (b.bytes < spec.bytes)
+    fail_arg(std::string("quantized.") + what + ".bytes=" + std::to_string(b.bytes) + " is too small; recipe " +
+             recipe + " needs " + std::to_string(spec.bytes) + " bytes (" + dtype_name(spec.dtype) + " [" +
+             std::to_string(spec.rows) + ", " + std::to_string(spec.cols) + "])");
+  const int64_t align = spec.dtype == DType::float32 || spec.dtype == DType::int32 ? 4 : 1;
+  if (reinterpret_cast<uintptr_t>(b.data) % align != 0)
+    fail_arg(std::string("quantized.") + what + ".data=" + ptr_str(b.data) + " must be " + std::to_string(align) +
+             "-byte aligned for " + dtype_name(spec.dtype));
+}
+
+void check_optional_scalar(const char* what, const Buffer& b) {
+  if (!b.data) return;
+  if (b.bytes < 4) fail_arg(std::string("quantized.") + what + ".bytes=" + std::to_string(b.bytes) + " must be >= 4");
+  if (reinterpret_cast<uintptr_t>(b.data) % 4 != 0)
+    fail_arg(std::string("quantized.") + what + ".data=" + ptr_str(b.data) + " must be 4-byte aligned");
+}
+
+void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const std::string& name) {
+  check_buffer("data", q.data, L.data, name);
+  check_buffer("scales", q.scales, L.scales, name);
+  check_buffer("col_data", q.col_data, L.col_data, name);
+  check_buffer("col_scales", q.col_scales, L.col_scales, name);
+  check_buffer("global_scale", q.global_scale, L.global_scale, name);
+  check_optional_scalar("amax", q.amax);
+}
+
+}  // namespace
+
+QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, const QuantizeOptions& opt) {
+  QuantizeCall c;
+  c.x = as_matrix(xv, "input");
+  if (!is_float_io(c.x.dtype))
+    fail_arg(std::string("quantize: input.dtype=") + dtype_name(c.x.dtype) +
+             " is not supported; expected float32, float16 or bfloat16");
+  if (out.rows != c.x.rows || out.cols != c.x.cols)
+    fail_arg("quantize: quantized shape (" + std::to_string(out.rows) + ", " + std::to_string(out.cols) +
+             ") does not match input shape (" + std::to_string(c.x.rows) + ", " + std::to_string(c.x.cols) + ")");
+  if (!(out.device == c.x.device))
+    fail_arg("quantize: quantized.device=" + out.device.str() + " differs from input.device=" + c.x.device.str());
+  c.layout = plan(out.recipe, c.x.rows, c.x.cols);
+  const std::string name = out.recipe.name();
+  check_buffers(out, c.layout, name);
+  const bool global = out.recipe.scheme == Scheme::fp8_tensor || out.recipe.scheme == Scheme::nvfp4;
+  if (opt.amax_in && !global)
+    fail_arg("quantize: options.amax_in is only used by fp8_tensor and nvfp4, not by recipe " + name);
+  if (opt.scale_in && out.recipe.scheme != Scheme::fp8_tensor)
+    fail_arg("quantize: options.scale_in is only used by fp8_tensor, not by recipe " + name);
+  if (opt.scale_in && opt.amax_in) fail_arg("quantize: give options.scale_in or options.amax_in, not both");
+  if (c.x.device.kind == DeviceKind::cpu) {
+    // Host scalars can be checked here; device scalars are the caller's responsibility.
+    if (opt.scale_in && !(num::is_finite(*opt.scale_in) && *opt.scale_in > 0.0f))
+      fail_arg("quantize: options.scale_in=" + std::to_string(*opt.scale_in) + " must be finite and > 0");
+    if (opt.amax_in && !(*opt.amax_in >= 0.0f))
+      fail_arg("quantize: options.amax_in=" + std::to_string(*opt.amax_in) + " must be >= 0");
+  }
+  return c;
+}
+
+DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, const DequantizeOptions& opt) {
+  DequantizeCall c;
+  c.y = as_matrix(yv, "output");
+  if (!is_float_io(c.y.dtype))
+    fail_arg(std::string("dequantize: output.dtype=") + dtype_name(c.y.dtype) +
+             " is not supported; expected float32, float16 or bfloat16");
+  if (!(q.device == c.y.device))
+    fail_arg("dequantize: quantized.device=" + q.device.str() + " differs from output.device=" + c.y.device.str());
+  c.layout = plan(q.recipe, q.rows, q.cols);
+  const std::string name = q.recipe.name();
+  if (opt.columnwise && !q.recipe.has_columnwise())
+    fail_arg("dequantize: options.columnwise is set but recipe " + name + " has no columnwise output");
+  if (!opt.columnwise && !q.recipe.has_rowwise())
+    fail_arg("dequantize: recipe " + name + " has only columnwise output; set options.columnwise");
+  const bool tr = opt.columnwise && q.recipe.column_form == ColumnForm::transposed;
+  const int64_t er = tr ? q.cols : q.rows, ec = tr ? q.rows : q.cols;
+  if (c.y.rows != er || c.y.cols != ec)
+    fail_arg("dequantize: output shape (" + std::to_string(c.y.rows) + ", " + std::to_string(c.y.cols) +
+             ") must be (" + std::to_string(er) + ", " + std::to_string(ec) + ")");
+  QuantizedLayout need = c.layout;
+  if (opt.columnwise) need.data = need.scales = {};
+  else need.col_data = need.col_scales = {};
+  check_buffers(q, need, name);
+  return c;
+}
+
+}  // namespace mxq

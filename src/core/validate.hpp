@@ -1,0 +1,40 @@
+// Internal: argument checking shared by every backend entry point.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "mxq/api.hpp"
+#include "mxq/tensor.hpp"
+
+namespace mxq {
+
+// A 2-D view with unit inner stride, the form every backend consumes.
+struct Matrix {
+  void* data = nullptr;
+  DType dtype = DType::float32;
+  int64_t rows = 0, cols = 0, row_stride = 0;
+  Device device{};
+  bool empty() const { return rows == 0 || cols == 0; }
+};
+
+Matrix as_matrix(const TensorView& v, std::string_view arg);
+std::string ptr_str(const void* p);
+num::ScaleGeometry direction_scale_geometry(const Recipe& r, int64_t rows, int64_t cols, bool columnwise);
+
+// Validates a quantize call completely (shapes, dtypes, devices, buffer capacities) and returns
+// the input matrix and the output plan.
+struct QuantizeCall {
+  Matrix x;
+  QuantizedLayout layout;
+};
+QuantizeCall check_quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& opt);
+
+struct DequantizeCall {
+  Matrix y;
+  QuantizedLayout layout;
+};
+DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& opt);
+
+}  // namespace mxq

@@ -1,0 +1,19 @@
+// Internal: backend selection and the CUDA entry points (stubs report "not built" when the
+// library is compiled without CUDA).
+#pragma once
+
+#include "core/validate.hpp"
+
+namespace mxq::runtime {
+
+// Resolves `requested` for tensors on `device`; throws if that backend cannot serve them.
+Backend select_backend(Backend requested, const Device& device, const char* op);
+
+void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt);
+void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt);
+
+// Why the CUDA backends are or are not usable ("" when usable).
+std::string cuda_unavailable_reason();
+std::string cuda_device_summary();
+
+}  // namespace mxq::runtime

@@ -1,0 +1,49 @@
+// Entry points of the C++ API: validate, pick a backend, run.
+#include <string>
+
+#include "core/validate.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "mxq/api.hpp"
+#include "runtime/backends.hpp"
+
+namespace mxq {
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda_aot: return "cuda-aot";
+    default: return "cuda-jit";
+  }
+}
+
+Backend parse_backend(std::string_view name, std::string_view argument) {
+  for (Backend b : {Backend::automatic, Backend::cpu, Backend::cuda_aot, Backend::cuda_jit})
+    if (name == backend_name(b)) return b;
+  fail_arg(std::string(argument) + ": unknown backend '" + std::string(name) +
+           "'; valid: auto, cpu, cuda-aot, cuda-jit");
+}
+
+std::string version() { return MXQ_VERSION; }
+
+void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& options) {
+  const QuantizeCall call = check_quantize(x, out, options);
+  const Backend b = runtime::select_backend(options.backend, call.x.device, "quantize");
+  if (b == Backend::cpu) {
+    cpu::quantize(call, out, options);
+  } else {
+    runtime::cuda_quantize(b, call, out, options);
+  }
+}
+
+void dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& options) {
+  const DequantizeCall call = check_dequantize(q, y, options);
+  const Backend b = runtime::select_backend(options.backend, call.y.device, "dequantize");
+  if (b == Backend::cpu) {
+    cpu::dequantize(call, q, options.columnwise);
+  } else {
+    runtime::cuda_dequantize(b, call, q, options);
+  }
+}
+
+}  // namespace mxq

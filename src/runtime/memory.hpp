@@ -1,0 +1,19 @@
+// Internal: device memory helpers for the CLI, benchmarks and tests, so that they need no CUDA
+// headers. CPU "devices" use plain host memory.
+#pragma once
+
+#include <cstdint>
+
+#include "mxq/tensor.hpp"
+
+namespace mxq::runtime {
+
+int cuda_device_count();  // 0 when built without CUDA or no usable device
+void* device_alloc(const Device& d, int64_t bytes);
+void device_free(const Device& d, void* p);
+void copy_to_device(const Device& d, void* dst, const void* src, int64_t bytes);
+void copy_to_host(const Device& d, void* dst, const void* src, int64_t bytes);
+void device_memset(const Device& d, void* p, int value, int64_t bytes);
+void device_synchronize(const Device& d);
+
+}  // namespace mxq::runtime
