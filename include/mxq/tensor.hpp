@@ -57,6 +57,9 @@ struct QuantizedLayout {
   BufferSpec data, scales;          // rowwise
   BufferSpec col_data, col_scales;  // columnwise
   BufferSpec global_scale;          // fp8_tensor: scale_inv; nvfp4: 1 / S_enc (one fp32)
+  // fp8_tensor, nvfp4: the tensor amax (one fp32). Required for them: the GPU computes it on
+  // the device before the cast reads it (no host synchronisation). Optional for other recipes.
+  BufferSpec amax;
   int64_t total_bytes() const;
 };
 
@@ -70,7 +73,7 @@ struct QuantizedTensor {
   Buffer data, scales;          // rowwise
   Buffer col_data, col_scales;  // columnwise
   Buffer global_scale;          // one fp32 (see QuantizedLayout)
-  Buffer amax;                  // optional: one fp32, the input's amax, written when given
+  Buffer amax;                  // one fp32, the input's amax (see QuantizedLayout::amax)
 };
 
 }  // namespace mxq

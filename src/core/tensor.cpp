@@ -28,7 +28,7 @@ int64_t TensorView::numel() const {
 }
 
 int64_t QuantizedLayout::total_bytes() const {
-  return data.bytes + scales.bytes + col_data.bytes + col_scales.bytes + global_scale.bytes;
+  return data.bytes + scales.bytes + col_data.bytes + col_scales.bytes + global_scale.bytes + amax.bytes;
 }
 
 namespace {
@@ -104,8 +104,10 @@ QuantizedLayout plan(const Recipe& recipe, int64_t rows, int64_t cols) {
     if (!recipe.is_tensor_scaled())
       L.col_scales = scale_spec(recipe, direction_scale_geometry(recipe, rows, cols, true));
   }
-  if (recipe.scheme == Scheme::fp8_tensor || recipe.scheme == Scheme::nvfp4)
+  if (recipe.scheme == Scheme::fp8_tensor || recipe.scheme == Scheme::nvfp4) {
     L.global_scale = {DType::float32, 1, 1, 4, {}};
+    L.amax = {DType::float32, 1, 1, 4, {}};
+  }
   return L;
 }
 

@@ -35,7 +35,8 @@ void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const std
   check_buffer("col_data", q.col_data, L.col_data, name);
   check_buffer("col_scales", q.col_scales, L.col_scales, name);
   check_buffer("global_scale", q.global_scale, L.global_scale, name);
-  check_optional_scalar("amax", q.amax);
+  if (L.amax.present()) check_buffer("amax", q.amax, L.amax, name);
+  else check_optional_scalar("amax", q.amax);
 }
 
 }  // namespace
@@ -90,6 +91,7 @@ DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, 
     fail_arg("dequantize: output shape (" + std::to_string(c.y.rows) + ", " + std::to_string(c.y.cols) +
              ") must be (" + std::to_string(er) + ", " + std::to_string(ec) + ")");
   QuantizedLayout need = c.layout;
+  need.amax = {};  // dequantize does not read it
   if (opt.columnwise) need.data = need.scales = {};
   else need.col_data = need.col_scales = {};
   check_buffers(q, need, name);

@@ -40,5 +40,6 @@ void copy_to_device(const Device& d, void* dst, const void* src, int64_t n) { re
 void copy_to_host(const Device& d, void* dst, const void* src, int64_t n) { require_cpu(d); std::memcpy(dst, src, size_t(n)); }
 void device_memset(const Device& d, void* p, int v, int64_t n) { require_cpu(d); std::memset(p, v, size_t(n)); }
 void device_synchronize(const Device&) {}
+bool graph_capture_and_replay(const std::function<void(void*)>&, int) { return false; }
 
 }  // namespace mxq::runtime

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "mxq/tensor.hpp"
 
@@ -15,5 +16,10 @@ void copy_to_device(const Device& d, void* dst, const void* src, int64_t bytes);
 void copy_to_host(const Device& d, void* dst, const void* src, int64_t bytes);
 void device_memset(const Device& d, void* p, int value, int64_t bytes);
 void device_synchronize(const Device& d);
+
+// Captures fn(stream) into a CUDA graph (global capture mode, which rejects unsafe calls such
+// as synchronisation or allocation), replays it `replays` times and synchronises. Returns
+// false when capture or replay fails.
+bool graph_capture_and_replay(const std::function<void(void*)>& fn, int replays);
 
 }  // namespace mxq::runtime

@@ -67,10 +67,14 @@ MXQ_HD float fmin_ignore_nan(float a, float b) {
 }
 
 // max(|a|, |b|) with NaN propagation: the running block maximum of FORMATS.md section 2.
+// Block maxima are reduced as integers: |x|'s bits order like its value, and every NaN pattern
+// sorts above Inf, so an integer max propagates NaN. amax_from_bits() canonicalises the NaN.
+MXQ_HD uint32_t abs_bits(float x) { return float_bits(x) & kF32AbsMask; }
+MXQ_HD uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+MXQ_HD float amax_from_bits(uint32_t m) { return m > kF32InfBits ? quiet_nan() : bits_float(m); }
+
 MXQ_HD float amax_combine(float acc, float x) {
-  float ax = abs_f(x);
-  if (is_nan(acc) || is_nan(ax)) return quiet_nan();
-  return ax > acc ? ax : acc;
+  return amax_from_bits(max_u32(abs_bits(acc), abs_bits(x)));
 }
 
 // 2^e as an fp32 value for e in [-149, 127], built from bits (exact, no libm).

@@ -11,8 +11,41 @@ namespace mxq::num {
 enum class Scheme : uint8_t { fp8_tensor = 0, fp8_block = 1, mx = 2, nvfp4 = 3 };
 enum class MxRounding : uint8_t { rceil = 0, floor = 1 };
 
+// The NaN code every quantize writes: one fixed code per format, because backends disagree
+// on the sign of a NaN product (x86 keeps the NaN operand's sign, the GPU gives a canonical
+// positive NaN). E2M1 has no NaN: its NaN blocks carry the NaN in the scale and code 0 here.
+MXQ_HD uint8_t quantized_nan_code(ElemFormat f) {
+  return f == ElemFormat::e4m3fn ? 0x7f : (f == ElemFormat::e5m2 ? 0x7e : 0x0);
+}
+
+// E2M1 satfinite from the magnitude by comparisons against the rounding midpoints of
+// {0, 0.5, 1, 1.5, 2, 3, 4, 6}; ties go to the even code (FORMATS.md section 1). Same result as
+// encode(x, e2m1, satfinite) for every non-NaN x, in a handful of instructions.
+MXQ_HD uint8_t encode_e2m1_satfinite(float x) {
+  const float a = abs_f(x);
+  const uint32_t code = uint32_t(a > 0.25f) + uint32_t(a >= 0.75f) + uint32_t(a > 1.25f) + uint32_t(a >= 1.75f) +
+                        uint32_t(a > 2.5f) + uint32_t(a >= 3.5f) + uint32_t(a > 5.0f);
+  return uint8_t(code | ((float_bits(x) >> 28) & 0x8u));
+}
+
 MXQ_HD uint8_t quantize_element(float x, float multiplier, ElemFormat f) {
-  return encode(mul_rn(x, multiplier), f, Saturation::satfinite);
+  const float p = mul_rn(x, multiplier);
+  if (is_nan(p)) return quantized_nan_code(f);
+  if (f == ElemFormat::e2m1) return encode_e2m1_satfinite(p);
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
+  // NOTE: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (PTX ISA, sm_89+) rounds the exact fp32 value to
+  // nearest even and saturates finite overflow and Inf, i.e. encode(p, f, satfinite) for
+  // non-NaN p; the GPU tests hold it to the CPU reference bit for bit.
+  unsigned short r;
+  if (f == ElemFormat::e4m3fn) {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(p));
+  } else {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(p));
+  }
+  return uint8_t(r & 0xffu);
+#else
+  return encode(p, f, Saturation::satfinite);
+#endif
 }
 
 // An infinite block maximum is treated as FLT_MAX when a scale is computed.
@@ -164,6 +197,13 @@ MXQ_HD BlockScale block_scale(const ScaleRule& r, float amax) {
       return {nvfp4_multiplier(code, r.tensor_factor), code};
     }
   }
+}
+
+// Dequantized value: (q * block) * global in fp32 (FORMATS.md section 4). A NaN result is the
+// canonical quiet NaN on every backend (the GPU's NaN products carry another payload).
+MXQ_HD float canonical_nan(float y) { return is_nan(y) ? quiet_nan() : y; }
+MXQ_HD float dequantize_value(uint8_t code, ElemFormat f, float block, float global) {
+  return canonical_nan(mul_rn(mul_rn(decode(code, f), block), global));
 }
 
 // Decode multiplier of one stored block scale (dequantize: x = q * block * global).

@@ -1,0 +1,166 @@
+// Quantize bandwidth on the GPU against the device-to-device copy measured in the same run,
+// and microseconds per call for decode-sized shapes under CUDA-graph replay.
+// Prints a table and, with --json FILE, writes the rows for the summary script.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/demo.hpp"
+#include "cli/host_tensor.hpp"
+#include "mxq/mxq.hpp"
+#include "mxq/numerics/formats.h"
+
+namespace {
+
+using namespace mxq;
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+template <class F>
+double median_ms(F&& f, int iters, cudaStream_t s) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 3; ++i) f();
+  ck(cudaStreamSynchronize(s), "warm-up");
+  std::vector<float> t;
+  for (int i = 0; i < iters; ++i) {
+    cudaEventRecord(a, s);
+    f();
+    cudaEventRecord(b, s);
+    ck(cudaEventSynchronize(b), "timing");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Row {
+  std::string recipe, shape, note;
+  double ms, gbps, copy_gbps, ratio;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+  }
+  if (runtime::cuda_device_count() == 0) {
+    std::fprintf(stderr, "bench_quantize_gpu: no usable CUDA device: %s\n", backend_status()[1].detail.c_str());
+    return 77;
+  }
+  const Device gpu{DeviceKind::cuda, 0};
+  cudaStream_t s;
+  ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  const char* recipes[] = {"fp8_tensor", "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma",
+                           "fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128", "mxfp8",
+                           "mxfp8:dir=both", "mxfp8:dir=both,colform=same", "mxfp8_e5m2", "mxfp4",
+                           "mxfp4:dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
+                           "fp4_block_1x32"};
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 7168}, {32768, 7168}};
+  if (quick) shapes = {{1024, 7168}};
+  std::vector<Row> rows;
+  for (auto [m, k] : shapes) {
+    const std::vector<float> xf = cli::make_activation(m, k, 42);
+    std::vector<uint16_t> xb(xf.size());
+    for (size_t i = 0; i < xb.size(); ++i) xb[i] = num::float_to_bf16(xf[i]);
+    cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2)), copy_dst(gpu, int64_t(xb.size() * 2)), amax_given(gpu, 4);
+    x.upload(xb.data());
+    const float given = 100.0f;
+    amax_given.upload(&given);
+    const TensorView xv = TensorView::matrix(x.data(), DType::bfloat16, m, k, -1, gpu);
+    const double copy_ms = median_ms([&] { cudaMemcpyAsync(copy_dst.data(), x.data(), size_t(x.bytes()), cudaMemcpyDeviceToDevice, s); }, 20, s);
+    const double copy_gbps = 2.0 * double(x.bytes()) / copy_ms / 1e6;
+    const std::string shape = std::to_string(m) + "x" + std::to_string(k);
+    rows.push_back({"copy (D2D)", shape, "peer", copy_ms, copy_gbps, copy_gbps, 1.0});
+    for (const char* rt : recipes) {
+      const Recipe r = Recipe::parse(rt);
+      cli::QuantizedBuffers q(r, m, k, gpu);
+      const double bytes = double(x.bytes()) + double(q.layout().total_bytes());
+      for (int given_amax = 0; given_amax < 2; ++given_amax) {
+        const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+        if (given_amax && !global) continue;
+        QuantizeOptions o;
+        o.stream = s;
+        o.backend = Backend::cuda_aot;
+        if (given_amax) o.amax_in = static_cast<const float*>(amax_given.data());
+        const double ms = median_ms([&] { quantize(xv, q.view(), o); }, 20, s);
+        const double gbps = bytes / ms / 1e6;
+        rows.push_back({r.name(), shape, global ? (given_amax ? "given amax: 1 pass" : "device amax: 2 passes") : "",
+                        ms, gbps, copy_gbps, gbps / copy_gbps});
+      }
+    }
+  }
+  // Decode-sized shapes: microseconds per call under CUDA-graph replay.
+  struct Small {
+    std::string recipe, shape;
+    double us;
+  };
+  std::vector<Small> small;
+  for (int64_t m : {1, 16, 128}) {
+    const int64_t k = 7168;
+    std::vector<uint16_t> xb(size_t(m * k));
+    const std::vector<float> xf = cli::make_activation(m, k, 7);
+    for (size_t i = 0; i < xb.size(); ++i) xb[i] = num::float_to_bf16(xf[i]);
+    cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2));
+    x.upload(xb.data());
+    const TensorView xv = TensorView::matrix(x.data(), DType::bfloat16, m, k, -1, gpu);
+    for (const char* rt : {"fp8_block_1x128", "mxfp8", "mxfp8:dir=both", "nvfp4", "fp8_tensor", "mxfp4"}) {
+      const Recipe r = Recipe::parse(rt);
+      if (r.has_columnwise() && m == 1) continue;
+      cli::QuantizedBuffers q(r, m, k, gpu);
+      constexpr int kCalls = 100;
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "capture");
+      QuantizeOptions o;
+      o.stream = s;
+      for (int i = 0; i < kCalls; ++i) quantize(xv, q.view(), o);
+      ck(cudaStreamEndCapture(s, &g), "end capture");
+      ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+      const double ms = median_ms([&] { cudaGraphLaunch(ge, s); }, 20, s);
+      small.push_back({r.name(), std::to_string(m) + "x" + std::to_string(k), ms * 1e3 / kCalls});
+      cudaGraphExecDestroy(ge);
+      cudaGraphDestroy(g);
+    }
+  }
+  std::printf("\n%-46s %-11s %-22s %9s %9s %9s %7s\n", "recipe (bf16 in)", "shape", "note", "ms", "GB/s", "copy GB/s",
+              "ratio");
+  for (const auto& r : rows)
+    std::printf("%-46s %-11s %-22s %9.4f %9.1f %9.1f %7.3f\n", r.recipe.c_str(), r.shape.c_str(), r.note.c_str(), r.ms,
+                r.gbps, r.copy_gbps, r.ratio);
+  std::printf("\n%-46s %-11s %12s\n", "recipe (CUDA-graph replay)", "shape", "us per call");
+  for (const auto& r : small) std::printf("%-46s %-11s %12.2f\n", r.recipe.c_str(), r.shape.c_str(), r.us);
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << "{\"bandwidth\": [";
+    for (size_t i = 0; i < rows.size(); ++i)
+      f << (i ? "," : "") << "{\"recipe\":\"" << rows[i].recipe << "\",\"shape\":\"" << rows[i].shape
+        << "\",\"note\":\"" << rows[i].note << "\",\"ms\":" << rows[i].ms << ",\"gbps\":" << rows[i].gbps
+        << ",\"copy_gbps\":" << rows[i].copy_gbps << ",\"ratio\":" << rows[i].ratio << "}";
+    f << "], \"small\": [";
+    for (size_t i = 0; i < small.size(); ++i)
+      f << (i ? "," : "") << "{\"recipe\":\"" << small[i].recipe << "\",\"shape\":\"" << small[i].shape
+        << "\",\"us\":" << small[i].us << "}";
+    f << "]}\n";
+  }
+  return 0;
+}

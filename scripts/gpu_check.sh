@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The GPU machine's one script: build, GPU tests, compute-sanitizer, SASS/resource checks,
+# benchmarks with their peers, and one summary table printed last.
+#   bash scripts/gpu_check.sh            everything
+#   MXQ_SKIP_BENCH=1 bash scripts/gpu_check.sh   tests and sanitizer only
+#   MXQ_SKIP_PEER=1 ...                           no torch.compile peer (it compiles for minutes)
+#   MXQ_SKIP_SANITIZER=1 ...                      no compute-sanitizer
+# Logs go to $OUT (the device tool's folder) or ./gpu-out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+BUILD=${MXQ_GPU_BUILD:-build-gpu}
+status="$OUT/status.txt"
+: >"$status"
+note() { echo "$*" | tee -a "$status"; }
+
+note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)$(git diff --quiet 2>/dev/null || echo +dirty)"
+note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
+
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
+if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+
+ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$OUT/ctest_gpu.log" 2>&1
+note "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1)"
+grep -E "bit-exact cases|Failure|differs|\*\*\*" "$OUT/ctest_gpu.log" | head -20
+
+san() {  # tool, gtest filter
+  MXQ_GPU_TEST_SMALL=1 compute-sanitizer --tool "$1" --error-exitcode 9 "$BUILD/tests/gpu/mxq_gpu_tests" \
+    --gtest_filter="$2" >"$OUT/sanitizer_$1.log" 2>&1
+  note "compute-sanitizer $1 ($2): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_$1.log" | tail -1)"
+}
+if [ -z "${MXQ_SKIP_SANITIZER:-}" ]; then
+san memcheck '*'
+san racecheck 'GpuQuantize.BitExactSpecialValues:GpuQuantize.RandomShapes'
+san synccheck 'GpuQuantize.BitExactSpecialValues'
+san initcheck 'GpuQuantize.BitExactSpecialValues'
+fi
+
+lib="$BUILD/src/cuda/libmxq_cuda.a"
+cuobjdump --dump-resource-usage "$lib" >"$OUT/resource_usage.txt" 2>&1
+note "sass: F2FP (fp8 cvt) instructions: $(cuobjdump -sass "$lib" 2>/dev/null | grep -c F2FP); local-memory (LDL/STL): $(cuobjdump -sass "$lib" 2>/dev/null | grep -cE 'LDL|STL'); max REG: $(grep -oE 'REG:[0-9]+' "$OUT/resource_usage.txt" | sort -t: -k2 -n | tail -1)"
+
+if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
+  "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
+  [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout 420 python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
+  python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
+else
+  cat "$status"
+fi

@@ -1,0 +1,39 @@
+// Host-side CUDA helpers: error checks that throw mxq::Error, the device guard, and the
+// architecture check that turns "no kernel image" into a clear message.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "mxq/error.hpp"
+#include "mxq/tensor.hpp"
+
+namespace mxq::cuda {
+
+inline void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    fail(ErrorCode::device_error, std::string(what) + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+// Switches to a device for a scope and back.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index) {
+    check_cuda(cudaGetDevice(&prev_), "cudaGetDevice");
+    if (prev_ != index) check_cuda(cudaSetDevice(index), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(prev_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+// Throws unless `d` is a CUDA device the precompiled kernels run on (sm_90: they are built for
+// sm_90a). The message names the device, its architecture and the way out.
+void require_supported_device(const Device& d, const char* op);
+int sm_count(int device);
+
+}  // namespace mxq::cuda

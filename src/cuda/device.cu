@@ -1,0 +1,154 @@
+// Device discovery, the architecture check, and device memory for the CLI and tests.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/memory.hpp"
+
+namespace mxq::cuda {
+namespace {
+
+struct DeviceInfo {
+  std::string name;
+  int major = 0, minor = 0, sms = 0;
+};
+
+// Queried once per process; nothing here assumes device 0.
+const std::vector<DeviceInfo>& devices(std::string* error = nullptr) {
+  static std::vector<DeviceInfo> list;
+  static std::string err;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      err = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+      cudaGetLastError();
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      cudaDeviceProp p{};
+      if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+      list.push_back({p.name, p.major, p.minor, p.multiProcessorCount});
+    }
+  });
+  if (error) *error = err;
+  return list;
+}
+
+}  // namespace
+
+void require_supported_device(const Device& d, const char* op) {
+  std::string err;
+  const auto& list = devices(&err);
+  if (d.kind != DeviceKind::cuda) fail_arg(std::string(op) + ": tensors on " + d.str() + " given to a CUDA backend");
+  if (d.index < 0 || d.index >= int(list.size()))
+    fail(ErrorCode::backend_unavailable, std::string(op) + ": device " + d.str() + " does not exist (" +
+                                             std::to_string(list.size()) + " CUDA devices" +
+                                             (err.empty() ? "" : "; " + err) + ")");
+  const DeviceInfo& info = list[size_t(d.index)];
+  if (info.major != 9 || info.minor != 0)
+    fail(ErrorCode::unsupported, std::string(op) + ": " + d.str() + " (" + info.name + ", sm_" +
+                                     std::to_string(info.major) + std::to_string(info.minor) +
+                                     ") is not supported by the cuda-aot kernels, which are built for sm_90a "
+                                     "(Hopper); the cpu backend remains available");
+}
+
+int sm_count(int device) {
+  const auto& list = devices();
+  return device >= 0 && device < int(list.size()) ? list[size_t(device)].sms : 132;
+}
+
+}  // namespace mxq::cuda
+
+namespace mxq::runtime {
+
+std::string cuda_unavailable_reason() {
+  std::string err;
+  const auto& list = cuda::devices(&err);
+  if (list.empty()) return err.empty() ? "no CUDA device" : "no CUDA device (" + err + ")";
+  for (const auto& d : list)
+    if (d.major == 9 && d.minor == 0) return "";
+  return "no sm_90 device (found " + list[0].name + ", sm_" + std::to_string(list[0].major) +
+         std::to_string(list[0].minor) + "); kernels are built for sm_90a";
+}
+
+std::string cuda_device_summary() {
+  std::string s;
+  const auto& list = cuda::devices();
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!s.empty()) s += "; ";
+    s += "cuda:" + std::to_string(i) + " " + list[i].name + " sm_" + std::to_string(list[i].major) +
+         std::to_string(list[i].minor) + " " + std::to_string(list[i].sms) + " SMs";
+  }
+  return s;
+}
+
+int cuda_device_count() { return cuda_unavailable_reason().empty() ? int(cuda::devices().size()) : 0; }
+
+void* device_alloc(const Device& d, int64_t bytes) {
+  if (d.kind == DeviceKind::cpu) {
+    void* p = std::aligned_alloc(64, size_t((bytes + 63) / 64 * 64));
+    if (!p) fail(ErrorCode::internal, "out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  cuda::DeviceGuard g(d.index);
+  void* p = nullptr;
+  cuda::check_cuda(cudaMalloc(&p, size_t(bytes)), "cudaMalloc");
+  return p;
+}
+
+void device_free(const Device& d, void* p) {
+  if (d.kind == DeviceKind::cpu) std::free(p);
+  else cudaFree(p);
+}
+
+void copy_to_device(const Device& d, void* dst, const void* src, int64_t n) {
+  if (d.kind == DeviceKind::cpu) std::memcpy(dst, src, size_t(n));
+  else cuda::check_cuda(cudaMemcpy(dst, src, size_t(n), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+void copy_to_host(const Device& d, void* dst, const void* src, int64_t n) {
+  if (d.kind == DeviceKind::cpu) std::memcpy(dst, src, size_t(n));
+  else cuda::check_cuda(cudaMemcpy(dst, src, size_t(n), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+}
+
+void device_memset(const Device& d, void* p, int v, int64_t n) {
+  if (d.kind == DeviceKind::cpu) std::memset(p, v, size_t(n));
+  else cuda::check_cuda(cudaMemset(p, v, size_t(n)), "cudaMemset");
+}
+
+void device_synchronize(const Device& d) {
+  if (d.kind == DeviceKind::cuda) cuda::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+bool graph_capture_and_replay(const std::function<void(void*)>& fn, int replays) {
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return false;
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess;
+  if (ok) {
+    try {
+      fn(s);
+    } catch (...) {
+      ok = false;
+    }
+    ok = (cudaStreamEndCapture(s, &g) == cudaSuccess) && ok;
+  }
+  ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
+  for (int i = 0; ok && i < replays; ++i) ok = cudaGraphLaunch(ge, s) == cudaSuccess;
+  ok = ok && cudaStreamSynchronize(s) == cudaSuccess;
+  if (ge) cudaGraphExecDestroy(ge);
+  if (g) cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  cudaGetLastError();
+  return ok;
+}
+
+}  // namespace mxq::runtime

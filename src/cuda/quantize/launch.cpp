@@ -1,0 +1,185 @@
+// Host side of the precompiled (cuda-aot) quantize / dequantize kernels: device checks, the
+// tile-height choice, and dispatch to the instantiations.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <type_traits>
+
+#include "cuda/check.hpp"
+#include "cuda/quantize/quantize_tile_launch.cuh"
+#include "mxq/error.hpp"
+#include "runtime/backends.hpp"
+
+namespace mxq::runtime {
+namespace {
+
+using cuda::check_cuda;
+
+template <class F>
+void with_dtype(DType d, F&& f) {
+  switch (d) {
+    case DType::float32: return f(std::integral_constant<int, 0>{});
+    case DType::float16: return f(std::integral_constant<int, 1>{});
+    default: return f(std::integral_constant<int, 2>{});
+  }
+}
+
+bool aligned(const void* p, int n) { return reinterpret_cast<uintptr_t>(p) % uintptr_t(n) == 0; }
+
+// The tile height: the columnwise block length (blocks run down the rows), else the 2-D block
+// height, else 32.
+int tile_rows(const Recipe& r) {
+  if (r.has_columnwise() && !r.is_tensor_scaled()) return r.block_cols;
+  if (r.block_rows > 1) return r.block_rows;
+  return 32;  // rowwise 1 x G only: two rows per thread keep two loads in flight
+}
+
+void check_pointer(const void* p, const Device& d, const char* what) {
+  if (!p) return;
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail_arg(std::string(what) + "=" + ptr_str(p) + " is not a CUDA pointer (" + cudaGetErrorString(e) + ")");
+  }
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+    fail_arg(std::string(what) + "=" + ptr_str(p) + " is host memory, but the tensor says device " + d.str());
+  if (a.type == cudaMemoryTypeDevice && a.device != d.index)
+    fail_arg(std::string(what) + "=" + ptr_str(p) + " lives on cuda:" + std::to_string(a.device) +
+             ", but the tensor says " + d.str());
+}
+
+}  // namespace
+
+void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt) {
+  const Matrix& x = call.x;
+  const QuantizedLayout& L = call.layout;
+  const Recipe& rc = out.recipe;
+  cuda::require_supported_device(x.device, "quantize");
+  check_pointer(x.data, x.device, "input.data");
+  check_pointer(out.data.data, x.device, "quantized.data.data");
+  check_pointer(out.scales.data, x.device, "quantized.scales.data");
+  check_pointer(out.col_data.data, x.device, "quantized.col_data.data");
+  check_pointer(out.col_scales.data, x.device, "quantized.col_scales.data");
+  check_pointer(out.global_scale.data, x.device, "quantized.global_scale.data");
+  check_pointer(out.amax.data, x.device, "quantized.amax.data");
+  check_pointer(opt.amax_in, x.device, "options.amax_in");
+  check_pointer(opt.scale_in, x.device, "options.scale_in");
+  cuda::DeviceGuard guard(x.device.index);
+  auto stream = static_cast<cudaStream_t>(opt.stream);
+
+  const bool vec_ok = aligned(x.data, 16) && x.cols % 8 == 0 && x.row_stride % 8 == 0;
+  // ---- amax (fp8_tensor, nvfp4 always; others when an amax buffer is given)
+  const bool need_amax = out.amax.data != nullptr;
+  if (need_amax) {
+    if (opt.amax_in) {
+      check_cuda(cudaMemcpyAsync(out.amax.data, opt.amax_in, 4, cudaMemcpyDeviceToDevice, stream), "amax copy");
+    } else {
+      check_cuda(cudaMemsetAsync(out.amax.data, 0, 4, stream), "amax reset");
+      if (!x.empty()) {
+        const int64_t chunks = x.rows * ((x.cols + 7) / 8);
+        const int grid = int(std::min<int64_t>((chunks + 255) / 256, int64_t(cuda::sm_count(x.device.index)) * 8));
+        with_dtype(x.dtype, [&](auto D) {
+          cuda::launch_amax<decltype(D)::value>(dim3(unsigned(grid)), stream, x.data, x.rows, x.cols, x.row_stride,
+                                                vec_ok, static_cast<unsigned*>(out.amax.data));
+        });
+        check_cuda(cudaGetLastError(), "amax kernel launch");
+      }
+    }
+  }
+
+  cuda::TileParams p{};
+  p.x = x.data;
+  p.rows = x.rows;
+  p.cols = x.cols;
+  p.row_stride = x.row_stride;
+  p.vec_ok = vec_ok;
+  p.rule = rc.scale_rule(0.0f);
+  p.br = rc.is_tensor_scaled() ? 1 : rc.block_rows;
+  p.bc = rc.is_tensor_scaled() ? 8 : rc.block_cols;
+  p.per_row_scale = rc.scale_per_row();
+  p.fp32_scales = rc.scale_type == ScaleType::float32;
+  p.amax = opt.amax_in ? opt.amax_in : static_cast<const float*>(out.amax.data);
+  p.scale_in = opt.scale_in;
+  p.global_scale_out = static_cast<float*>(out.global_scale.data);
+  p.amax_canonical = (need_amax && !opt.amax_in) ? static_cast<float*>(out.amax.data) : nullptr;
+  p.row = rc.has_rowwise();
+  p.row_data = static_cast<uint8_t*>(out.data.data);
+  p.row_scales = out.scales.data;
+  p.row_geom = L.scales.geometry;
+  p.col = rc.has_columnwise();
+  p.col_transposed = rc.column_form == ColumnForm::transposed;
+  p.col_data = static_cast<uint8_t*>(out.col_data.data);
+  p.col_scales = out.col_scales.data;
+  p.col_geom = L.col_scales.geometry;
+  const bool fp4 = rc.elem == ElemFormat::e2m1;
+  p.out_vec_ok = x.cols % 8 == 0;
+  p.colT_vec_ok = fp4 ? x.rows % 8 == 0 : x.rows % 4 == 0;
+
+  // Scale padding must read as zero; only the padded layouts need the memset.
+  auto zero_padding = [&](const Buffer& b, const BufferSpec& s) {
+    if (s.present() && s.geometry.layout != ScaleLayout::row_major)
+      check_cuda(cudaMemsetAsync(b.data, 0, size_t(s.bytes), stream), "scale padding reset");
+  };
+  zero_padding(out.scales, L.scales);
+  zero_padding(out.col_scales, L.col_scales);
+
+  const int tr = tile_rows(rc);
+  if (x.empty()) {
+    // Still publish the global scale of an empty tensor (amax 0).
+    if (L.global_scale.present()) {
+      p.row = p.col = false;
+      p.rows = 0;
+      with_dtype(x.dtype, [&](auto D) { cuda::launch_quantize_tile<decltype(D)::value>(rc.elem, 16, dim3(1, 1), stream, p); });
+      check_cuda(cudaGetLastError(), "quantize kernel launch");
+    }
+    return;
+  }
+  const dim3 grid(unsigned((x.cols + 127) / 128), unsigned((x.rows + tr - 1) / tr));
+  if (grid.y > 65535u)
+    fail(ErrorCode::unsupported, "quantize: input.shape[0]=" + std::to_string(x.rows) + " needs " +
+                                     std::to_string(grid.y) + " tiles of " + std::to_string(tr) +
+                                     " rows; at most 65535 are supported");
+  with_dtype(x.dtype, [&](auto D) { cuda::launch_quantize_tile<decltype(D)::value>(rc.elem, tr, grid, stream, p); });
+  check_cuda(cudaGetLastError(), "quantize kernel launch");
+}
+
+void cuda_dequantize(Backend, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt) {
+  const Matrix& y = call.y;
+  const QuantizedLayout& L = call.layout;
+  const Recipe& rc = q.recipe;
+  cuda::require_supported_device(y.device, "dequantize");
+  const bool col = opt.columnwise;
+  const Buffer& data = col ? q.col_data : q.data;
+  const Buffer& scales = col ? q.col_scales : q.scales;
+  check_pointer(y.data, y.device, "output.data");
+  check_pointer(data.data, y.device, col ? "quantized.col_data.data" : "quantized.data.data");
+  check_pointer(scales.data, y.device, col ? "quantized.col_scales.data" : "quantized.scales.data");
+  check_pointer(q.global_scale.data, y.device, "quantized.global_scale.data");
+  cuda::DeviceGuard guard(y.device.index);
+  if (y.empty()) return;
+  cuda::DequantParams p{};
+  p.data = static_cast<const uint8_t*>(data.data);
+  p.scales = scales.data;
+  p.geom = col ? L.col_scales.geometry : L.scales.geometry;
+  p.rows = y.rows;
+  p.cols = y.cols;
+  p.swap_ik = col && rc.column_form == ColumnForm::same_shape;
+  p.br = rc.is_tensor_scaled() ? 1 : rc.block_rows;
+  p.bc = rc.is_tensor_scaled() ? 1 : rc.block_cols;
+  p.per_row_scale = rc.scale_per_row();
+  p.tensor_scaled = rc.is_tensor_scaled();
+  p.ue8m0 = rc.scale_type == ScaleType::ue8m0;
+  p.fp32_scales = rc.scale_type == ScaleType::float32 && rc.layout != ScaleLayout::packed_ue8m0;
+  p.scheme = rc.scheme;
+  p.global_scale = static_cast<const float*>(q.global_scale.data);
+  p.y = y.data;
+  p.y_stride = y.row_stride;
+  const int64_t total = y.rows * y.cols;
+  const int grid = int(std::min<int64_t>((total + 255) / 256, int64_t(cuda::sm_count(y.device.index)) * 16));
+  auto stream = static_cast<cudaStream_t>(opt.stream);
+  with_dtype(y.dtype, [&](auto D) { cuda::launch_dequantize<decltype(D)::value>(rc.elem, dim3(unsigned(grid)), stream, p); });
+  check_cuda(cudaGetLastError(), "dequantize kernel launch");
+}
+
+}  // namespace mxq::runtime

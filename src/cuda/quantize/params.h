@@ -1,0 +1,47 @@
+// Kernel parameter blocks of the quantize / dequantize kernels: plain data, passed by value.
+#pragma once
+
+#include "mxq/numerics/layouts.h"
+#include "mxq/numerics/recipes.h"
+
+namespace mxq::cuda {
+
+struct TileParams {
+  const void* x;
+  int64_t rows, cols, row_stride;  // elements
+  bool vec_ok;                     // 16-byte loads: aligned base, row stride and width multiples of 8
+  num::ScaleRule rule;             // tensor_factor is filled in on the device for fp8_tensor / nvfp4
+  int br, bc;                      // the recipe's rowwise block (1 x G or 2-D); 0 x 0 for fp8_tensor
+  bool per_row_scale;              // nvfp4_2d: one stored scale per row
+  bool fp32_scales;
+  const float* amax;               // fp8_tensor / nvfp4: the tensor amax on the device
+  const float* scale_in;           // fp8_tensor: caller-given encode scale, or null
+  float* global_scale_out;         // fp8_tensor: scale_inv; nvfp4: 1 / S_enc
+  float* amax_canonical;           // when set, block (0, 0) rewrites a NaN amax as the canonical NaN
+  bool row;
+  uint8_t* row_data;
+  void* row_scales;
+  num::ScaleGeometry row_geom;
+  bool col, col_transposed;
+  uint8_t* col_data;
+  void* col_scales;
+  num::ScaleGeometry col_geom;
+  bool out_vec_ok;   // cols % 8 == 0: 8-code stores of row-oriented outputs are aligned
+  bool colT_vec_ok;  // transposed stores of 4 (FP8) or 8 (FP4) rows are aligned
+};
+
+struct DequantParams {
+  const uint8_t* data;
+  const void* scales;
+  num::ScaleGeometry geom;
+  int64_t rows, cols;  // the stored data matrix (and the output)
+  bool swap_ik;        // columnwise same-shape: scale coordinates are (col, row)
+  int br, bc;
+  bool per_row_scale, tensor_scaled, ue8m0, fp32_scales;
+  num::Scheme scheme;
+  const float* global_scale;  // or null (1.0)
+  void* y;
+  int64_t y_stride;
+};
+
+}  // namespace mxq::cuda

@@ -1,0 +1,312 @@
+// GPU quantize / dequantize against the CPU reference, byte for byte: data, scales (padding
+// included), global scale and amax. Every output is poisoned before each run. Label: gpu.
+// Without a usable GPU every test here reports SKIPPED.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/host_tensor.hpp"
+#include "mxq/mxq.hpp"
+#include "mxq/numerics/formats.h"
+#include "runtime/memory.hpp"
+
+namespace mxq {
+namespace {
+
+using cli::DeviceBuffer;
+using cli::QuantizedBuffers;
+
+const Device kGpu{DeviceKind::cuda, 0};
+const Device kCpu{};
+
+bool have_gpu() { return runtime::cuda_device_count() > 0; }
+// MXQ_GPU_TEST_SMALL=1 (used under compute-sanitizer) drops the large shapes.
+bool small_only() { return std::getenv("MXQ_GPU_TEST_SMALL") != nullptr; }
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device: " << backend_status()[1].detail
+
+// ---- case generation (separate from the checks)
+enum class Values { normal_outliers, special };
+
+std::vector<float> make_values(int64_t rows, int64_t cols, Values kind, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(0.0f, 1.0f);
+  std::vector<float> x(size_t(rows * cols));
+  for (auto& v : x) v = nd(rng);
+  for (int64_t i = 0; i < rows * cols / 97 + 1; ++i) x[size_t(rng() % x.size())] *= 300.0f * ud(rng);  // outliers
+  if (kind == Values::special) {
+    const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 1e-40f, -3e-39f, 0.0f, -0.0f, 448.0f, 449.0f,
+                              57344.0f, 6.0f, 5.0f, 0.25f, 0.75f, 1e30f, -1e-30f};
+    for (int64_t i = 0; i < rows * cols / 50 + 1; ++i) x[size_t(rng() % x.size())] = specials[rng() % 17];
+    // a whole block of zeros and one of subnormals, when there is room
+    if (cols >= 64) {
+      for (int c = 0; c < 32; ++c) x[size_t(c)] = 0.0f;
+      for (int c = 32; c < 64; ++c) x[size_t(c)] = float(c) * 1e-41f;
+    }
+  }
+  return x;
+}
+
+std::vector<uint8_t> to_dtype(const std::vector<float>& x, DType t) {
+  std::vector<uint8_t> out(x.size() * size_t(dtype_bits(t) / 8));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::float32) std::memcpy(&out[i * 4], &x[i], 4);
+    else {
+      const uint16_t h = t == DType::bfloat16 ? num::float_to_bf16(x[i]) : num::float_to_fp16(x[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> recipes_under_test() {
+  return {
+      "fp8_tensor", "fp8_tensor_e5m2", "fp8_tensor:pow2=1", "fp8_tensor:dir=both",
+      "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:pow2=1",
+      "fp8_block_1x128:pow2=1,scale=float8_e8m0fnu", "fp8_block_1x128:pow2=1,layout=packed_ue8m0",
+      "fp8_block_1x64", "fp8_block_1x32:eps=0", "fp8_block_128x128", "fp8_block_128x128:dir=both",
+      "fp8_block_1x128:dir=both", "mxfp8", "mxfp8:dir=both", "mxfp8:dir=both,colform=same", "mxfp8:dir=col",
+      "mxfp8:rounding=floor", "mxfp8:layout=swizzled_128x4,dir=both", "mxfp8:layout=packed_ue8m0",
+      "mxfp8_e5m2:dir=both", "mxfp4", "mxfp4:dir=both", "mxfp4:dir=both,colform=same",
+      "mxfp4:layout=swizzled_128x4", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4:dir=both", "nvfp4_2d",
+      "nvfp4_2d:dir=both", "fp4_block_1x32", "fp4_block_1x32:dir=both",
+  };
+}
+
+struct Shape {
+  int64_t rows, cols;
+};
+
+std::vector<Shape> shapes_under_test() {
+  std::vector<Shape> s = {{1, 1}, {1, 7168}, {3, 33}, {127, 129}, {2, 2050}, {130, 264}, {33, 1000}, {257, 72}};
+  if (!small_only()) {
+    s.push_back({4096, 7168});
+    s.push_back({8192, 7168});
+  }
+  return s;
+}
+
+// FP4 needs even widths (and even heights for transposed columnwise): round those up.
+Shape adapt(const Recipe& r, Shape s) {
+  if (r.elem == ElemFormat::e2m1) {
+    s.cols += s.cols % 2;
+    if (r.has_columnwise() && r.column_form == ColumnForm::transposed) s.rows += s.rows % 2;
+  }
+  return s;
+}
+
+std::string first_mismatch(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "byte %zu of %zu: gpu 0x%02x cpu 0x%02x", i, a.size(), a[i], b[i]);
+      return buf;
+    }
+  return "";
+}
+
+std::vector<uint8_t> fetch(DeviceBuffer& b) {
+  std::vector<uint8_t> v(size_t(b.bytes()));
+  if (b.bytes()) b.download(v.data());
+  return v;
+}
+
+// Runs one case on both backends and compares every output buffer.
+void check_case(const std::string& recipe_text, DType dt, Shape shape, Values kind, uint64_t seed,
+                int64_t row_pad = 0) {
+  const Recipe recipe = Recipe::parse(recipe_text);
+  shape = adapt(recipe, shape);
+  const int64_t stride = shape.cols + row_pad;
+  std::vector<float> vals = make_values(shape.rows, stride, kind, seed);
+  const std::vector<uint8_t> bytes = to_dtype(vals, dt);
+  DeviceBuffer xg(kGpu, int64_t(bytes.size()));
+  xg.upload(bytes.data());
+  const TensorView xgv = TensorView::matrix(xg.data(), dt, shape.rows, shape.cols, stride, kGpu);
+  const TensorView xcv = TensorView::matrix(const_cast<uint8_t*>(bytes.data()), dt, shape.rows, shape.cols, stride);
+
+  QuantizedBuffers qg(recipe, shape.rows, shape.cols, kGpu), qc(recipe, shape.rows, shape.cols, kCpu);
+  for (auto* q : {&qg, &qc}) {
+    q->data().fill(0xcd);
+    q->scales().fill(0xcd);
+    q->col_data().fill(0xcd);
+    q->col_scales().fill(0xcd);
+    q->global_scale().fill(0xcd);
+    q->amax().fill(0xcd);
+  }
+  quantize(xgv, qg.view());
+  quantize(xcv, qc.view());
+  runtime::device_synchronize(kGpu);
+  const std::string where = recipe.name() + " " + dtype_name(dt) + " " + std::to_string(shape.rows) + "x" +
+                            std::to_string(shape.cols) + (row_pad ? " stride " + std::to_string(stride) : "") +
+                            (kind == Values::special ? " special" : "");
+  struct Pair {
+    const char* name;
+    DeviceBuffer& g;
+    DeviceBuffer& c;
+  } pairs[] = {{"data", qg.data(), qc.data()},
+               {"scales", qg.scales(), qc.scales()},
+               {"col_data", qg.col_data(), qc.col_data()},
+               {"col_scales", qg.col_scales(), qc.col_scales()},
+               {"global_scale", qg.global_scale(), qc.global_scale()},
+               {"amax", qg.amax(), qc.amax()}};
+  for (auto& p : pairs) {
+    const auto g = fetch(p.g), c = fetch(p.c);
+    ASSERT_EQ(g.size(), c.size());
+    const std::string mm = first_mismatch(g, c);
+    ASSERT_TRUE(mm.empty()) << where << ": " << p.name << " differs at " << mm;
+  }
+  // Dequantize each direction on both backends: identical bits.
+  for (bool col : {false, true}) {
+    if (col ? !recipe.has_columnwise() : !recipe.has_rowwise()) continue;
+    const bool tr = col && recipe.column_form == ColumnForm::transposed;
+    const int64_t yr = tr ? shape.cols : shape.rows, yc = tr ? shape.rows : shape.cols;
+    for (DType out : {DType::float32, DType::bfloat16}) {
+      const int64_t ybytes = yr * yc * dtype_bits(out) / 8;
+      DeviceBuffer yg(kGpu, ybytes), yc_(kCpu, ybytes);
+      yg.fill(0xcd);
+      yc_.fill(0xcd);
+      DequantizeOptions o;
+      o.columnwise = col;
+      dequantize(qg.view(), TensorView::matrix(yg.data(), out, yr, yc, -1, kGpu), o);
+      dequantize(qc.view(), TensorView::matrix(yc_.data(), out, yr, yc, -1, kCpu), o);
+      const auto g = fetch(yg), c = fetch(yc_);
+      const std::string mm = first_mismatch(g, c);
+      ASSERT_TRUE(mm.empty()) << where << ": dequantize " << (col ? "columnwise" : "rowwise") << " to "
+                              << dtype_name(out) << " differs at " << mm;
+    }
+  }
+}
+
+TEST(GpuQuantize, BitExactAllRecipesShapesDtypes) {
+  REQUIRE_GPU();
+  uint64_t seed = 1;
+  int cases = 0;
+  for (const auto& r : recipes_under_test())
+    for (DType dt : {DType::bfloat16, DType::float16, DType::float32})
+      for (const Shape& s : shapes_under_test()) {
+        if (s.rows * s.cols > 1'000'000 && dt != DType::bfloat16 && r.find("dir=both") == std::string::npos) continue;
+        check_case(r, dt, s, Values::normal_outliers, seed++);
+        if (HasFatalFailure()) return;
+        ++cases;
+      }
+  std::printf("bit-exact cases: %d\n", cases);
+}
+
+TEST(GpuQuantize, BitExactSpecialValues) {
+  REQUIRE_GPU();
+  uint64_t seed = 1000;
+  for (const auto& r : recipes_under_test())
+    for (DType dt : {DType::bfloat16, DType::float32})
+      for (Shape s : {Shape{3, 33}, Shape{127, 129}, Shape{256, 512}}) {
+        check_case(r, dt, s, Values::special, seed++);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST(GpuQuantize, BitExactStridedRows) {
+  REQUIRE_GPU();
+  uint64_t seed = 2000;
+  for (const auto& r : recipes_under_test())
+    for (int64_t pad : {1, 8, 13}) {
+      check_case(r, DType::bfloat16, Shape{130, 264}, Values::normal_outliers, seed++, pad);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST(GpuQuantize, RandomShapes) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(77);
+  for (int i = 0; i < 12; ++i) {
+    const Shape s{int64_t(1 + rng() % 700), int64_t(1 + rng() % 3000)};
+    for (const char* r : {"mxfp8:dir=both", "nvfp4", "fp8_block_1x128:layout=mn_major_tma", "mxfp4:dir=both",
+                          "fp8_block_128x128", "fp8_tensor"}) {
+      check_case(r, DType::bfloat16, s, Values::normal_outliers, rng());
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Per-tensor FP8 and NVFP4 with a caller-given amax / scale (static checkpoint scales).
+TEST(GpuQuantize, CallerGivenAmaxAndScale) {
+  REQUIRE_GPU();
+  const Shape s{64, 512};
+  for (const char* rt : {"nvfp4", "fp8_tensor"}) {
+    const Recipe r = Recipe::parse(rt);
+    const std::vector<float> vals = make_values(s.rows, s.cols, Values::normal_outliers, 5);
+    DeviceBuffer xg(kGpu, int64_t(vals.size() * 4)), amax_g(kGpu, 4);
+    xg.upload(vals.data());
+    const float given = 123.5f;
+    amax_g.upload(&given);
+    QuantizedBuffers qg(r, s.rows, s.cols, kGpu), qc(r, s.rows, s.cols, kCpu);
+    QuantizeOptions og, oc;
+    og.amax_in = static_cast<const float*>(amax_g.data());
+    oc.amax_in = &given;
+    quantize(TensorView::matrix(xg.data(), DType::float32, s.rows, s.cols, -1, kGpu), qg.view(), og);
+    quantize(TensorView::matrix(const_cast<float*>(vals.data()), DType::float32, s.rows, s.cols), qc.view(), oc);
+    EXPECT_EQ(first_mismatch(fetch(qg.data()), fetch(qc.data())), "") << rt;
+    EXPECT_EQ(first_mismatch(fetch(qg.global_scale()), fetch(qc.global_scale())), "") << rt;
+    float a = 0;
+    qg.amax().download(&a);
+    EXPECT_EQ(a, given) << rt;
+  }
+}
+
+// Quantize inside a captured CUDA graph: no host synchronisation, no allocation, same bytes.
+TEST(GpuQuantize, CapturableInCudaGraph) {
+  REQUIRE_GPU();
+  const Shape s{256, 7168};
+  for (const char* rt : {"mxfp8:dir=both", "nvfp4", "fp8_tensor", "fp8_block_1x128"}) {
+    const Recipe r = Recipe::parse(rt);
+    const std::vector<float> vals = make_values(s.rows, s.cols, Values::normal_outliers, 9);
+    const auto bytes = to_dtype(vals, DType::bfloat16);
+    DeviceBuffer xg(kGpu, int64_t(bytes.size()));
+    xg.upload(bytes.data());
+    QuantizedBuffers eager(r, s.rows, s.cols, kGpu), graphed(r, s.rows, s.cols, kGpu);
+    const TensorView xv = TensorView::matrix(xg.data(), DType::bfloat16, s.rows, s.cols, -1, kGpu);
+    quantize(xv, eager.view());
+    graphed.data().fill(0xcd);
+    ASSERT_TRUE(runtime::graph_capture_and_replay([&](void* stream) {
+      QuantizeOptions o;
+      o.stream = stream;
+      quantize(xv, graphed.view(), o);
+    }, 3)) << rt;
+    EXPECT_EQ(first_mismatch(fetch(graphed.data()), fetch(eager.data())), "") << rt;
+    EXPECT_EQ(first_mismatch(fetch(graphed.scales()), fetch(eager.scales())), "") << rt;
+    EXPECT_EQ(first_mismatch(fetch(graphed.col_data()), fetch(eager.col_data())), "") << rt;
+  }
+}
+
+TEST(GpuQuantize, RejectsHostPointersAndMissingDevices) {
+  REQUIRE_GPU();
+  const Recipe r = Recipe::parse("mxfp8");
+  std::vector<uint16_t> host(64 * 64);
+  QuantizedBuffers qg(r, 64, 64, kGpu);
+  qg.data().fill(0xcd);
+  try {
+    quantize(TensorView::matrix(host.data(), DType::bfloat16, 64, 64, -1, kGpu), qg.view());
+    FAIL() << "host memory passed as a CUDA tensor was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  const auto d = fetch(qg.data());
+  for (uint8_t b : d) ASSERT_EQ(b, 0xcd) << "output written despite the error";
+  DeviceBuffer xg(kGpu, 64 * 64 * 2);
+  QuantizedTensor q = qg.view();
+  q.device = {DeviceKind::cuda, 57};
+  try {
+    quantize(TensorView::matrix(xg.data(), DType::bfloat16, 64, 64, -1, {DeviceKind::cuda, 57}), q);
+    FAIL() << "cuda:57 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mxq
