@@ -58,10 +58,16 @@ struct Row {
 
 int main(int argc, char** argv) {
   std::string json_path;
+  std::string only;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else {
+      std::fprintf(stderr, "usage: bench_quantize_gpu [--quick] [--only RECIPE] [--json FILE]\n");
+      return 2;
+    }
   }
   if (runtime::cuda_device_count() == 0) {
     std::fprintf(stderr, "bench_quantize_gpu: no usable CUDA device: %s\n", backend_status()[1].detail.c_str());
@@ -92,6 +98,7 @@ int main(int argc, char** argv) {
     const std::string shape = std::to_string(m) + "x" + std::to_string(k);
     rows.push_back({"copy (D2D)", shape, "peer", copy_ms, copy_gbps, copy_gbps, 1.0});
     for (const char* rt : recipes) {
+      if (!only.empty() && only != rt) continue;
       const Recipe r = Recipe::parse(rt);
       cli::QuantizedBuffers q(r, m, k, gpu);
       const double bytes = double(x.bytes()) + double(q.layout().total_bytes());
@@ -116,6 +123,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Small> small;
   for (int64_t m : {1, 16, 128}) {
+    if (!only.empty()) break;
     const int64_t k = 7168;
     std::vector<uint16_t> xb(size_t(m * k));
     const std::vector<float> xf = cli::make_activation(m, k, 7);

@@ -304,7 +304,8 @@ DType Recipe::scale_dtype() const {
 }
 
 num::ScaleRule Recipe::scale_rule(float tensor_factor) const {
-  return {scheme, elem, rounding, pow2, scale_type == ScaleType::ue8m0, eps, tensor_factor};
+  return num::with_tensor_factor({scheme, elem, rounding, pow2, scale_type == ScaleType::ue8m0, eps, 0.0f, 0.0f},
+                                 tensor_factor);
 }
 
 }  // namespace mxq

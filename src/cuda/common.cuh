@@ -7,6 +7,7 @@
 
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/layouts.h"
+#include "mxq/numerics/recipes.h"
 
 namespace mxq::cuda {
 
@@ -49,6 +50,25 @@ __device__ __forceinline__ void load8_vec(const typename Input<kDType>::T* p, fl
   }
 }
 
+// 8 elements from a 16-byte aligned shared-memory chunk (32 bytes for fp32).
+template <int kDType>
+__device__ __forceinline__ void load8_vec_shared(const uint8_t* p, float (&v)[8]) {
+  if constexpr (kDType == 0) {
+    const float4 a = reinterpret_cast<const float4*>(p)[0];
+    const float4 b = reinterpret_cast<const float4*>(p)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  } else {
+    const uint4 a = *reinterpret_cast<const uint4*>(p);
+    const unsigned w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = Input<kDType>::to_float((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = Input<kDType>::to_float((unsigned short)(w[i] >> 16));
+    }
+  }
+}
+
 // Guarded scalar load of up to 8 elements; missing elements read as 0 (no effect on amax).
 template <int kDType>
 __device__ __forceinline__ void load8_scalar(const typename Input<kDType>::T* p, int n, float (&v)[8]) {
@@ -56,32 +76,65 @@ __device__ __forceinline__ void load8_scalar(const typename Input<kDType>::T* p,
   for (int i = 0; i < 8; ++i) v[i] = i < n ? Input<kDType>::to_float(p[i]) : 0.0f;
 }
 
-// Stores 8 element codes at logical element index `idx` of a data buffer: 8 bytes (FP8) or 4
-// bytes (FP4, packed low nibble first) when `aligned`, else element by element for the first n.
-template <bool kFp4>
-__device__ __forceinline__ void store8_codes(uint8_t* data, int64_t idx, const uint8_t (&c)[8], int n,
-                                             bool aligned) {
-  if constexpr (kFp4) {
-    if (aligned && n == 8) {
-      unsigned w = 0;
+// Eight codes packed as stored: FP8 in x (elements 0-3) and y (4-7), byte i = element i; FP4 in
+// x, nibble i = element i. Equal to num::quantize_element per element: the FP8 path converts
+// pairs with one cvt, and a NaN product (only in a NaN block) becomes the hardware's canonical
+// NaN 0x7F, which is num::quantized_nan_code.
+template <num::ElemFormat kElem>
+__device__ __forceinline__ uint2 quantize8(const float (&v)[8], float m) {
+  uint2 out;
+  if constexpr (kElem == num::ElemFormat::e2m1) {
+    unsigned w = 0;
+    const bool nan_block = num::is_nan(m);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) w |= unsigned(num::pack_fp4(c[2 * i], c[2 * i + 1])) << (8 * i);
-      *reinterpret_cast<unsigned*>(data + idx / 2) = w;
+    for (int i = 0; i < 8; ++i) w |= unsigned(num::encode_e2m1_satfinite(num::mul_rn(v[i], m))) << (4 * i);
+    out.x = nan_block ? 0u : w;
+    out.y = 0;
+  } else {
+    unsigned h[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float lo = num::mul_rn(v[2 * k], m), hi = num::mul_rn(v[2 * k + 1], m);
+      unsigned short r;
+      if constexpr (kElem == num::ElemFormat::e4m3fn) {
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+      } else {
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+      }
+      h[k] = r;
+    }
+    out.x = h[0] | (h[1] << 16);
+    out.y = h[2] | (h[3] << 16);
+  }
+  return out;
+}
+
+// Code of element i of a quantize8 result.
+template <num::ElemFormat kElem>
+__device__ __forceinline__ uint8_t code_at(uint2 w, int i) {
+  if constexpr (kElem == num::ElemFormat::e2m1) return uint8_t((w.x >> (4 * i)) & 0xfu);
+  return uint8_t(((i < 4 ? w.x : w.y) >> (8 * (i & 3))) & 0xffu);
+}
+
+// Stores a quantize8 result at logical element index idx: one 8-byte (FP8) or 4-byte (FP4)
+// store when aligned and complete, else the first n elements one byte at a time.
+template <num::ElemFormat kElem>
+__device__ __forceinline__ void store8_packed(uint8_t* data, int64_t idx, uint2 w, int n, bool aligned) {
+  if constexpr (kElem == num::ElemFormat::e2m1) {
+    if (aligned && n == 8) {
+      *reinterpret_cast<unsigned*>(data + idx / 2) = w.x;
     } else {
 #pragma unroll
-      for (int i = 0; i < 8; i += 2)  // constant indices keep c[] in registers
-        if (i < n) data[(idx + i) / 2] = num::pack_fp4(c[i], c[i + 1]);
+      for (int i = 0; i < 8; i += 2)
+        if (i < n) data[(idx + i) / 2] = uint8_t((w.x >> (4 * i)) & 0xffu);
     }
   } else {
     if (aligned && n == 8) {
-      uint2 w;
-      w.x = unsigned(c[0]) | unsigned(c[1]) << 8 | unsigned(c[2]) << 16 | unsigned(c[3]) << 24;
-      w.y = unsigned(c[4]) | unsigned(c[5]) << 8 | unsigned(c[6]) << 16 | unsigned(c[7]) << 24;
       *reinterpret_cast<uint2*>(data + idx) = w;
     } else {
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        if (i < n) data[idx + i] = c[i];
+        if (i < n) data[idx + i] = code_at<kElem>(w, i);
     }
   }
 }

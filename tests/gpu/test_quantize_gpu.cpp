@@ -71,7 +71,7 @@ std::vector<std::string> recipes_under_test() {
       "fp8_tensor", "fp8_tensor_e5m2", "fp8_tensor:pow2=1", "fp8_tensor:dir=both",
       "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:pow2=1",
       "fp8_block_1x128:pow2=1,scale=float8_e8m0fnu", "fp8_block_1x128:pow2=1,layout=packed_ue8m0",
-      "fp8_block_1x64", "fp8_block_1x32:eps=0", "fp8_block_128x128", "fp8_block_128x128:dir=both",
+      "fp8_block_1x64", "fp8_block_1x64:dir=both,colform=same", "fp8_block_1x32:eps=0", "fp8_block_128x128", "fp8_block_128x128:dir=both",
       "fp8_block_1x128:dir=both", "mxfp8", "mxfp8:dir=both", "mxfp8:dir=both,colform=same", "mxfp8:dir=col",
       "mxfp8:rounding=floor", "mxfp8:layout=swizzled_128x4,dir=both", "mxfp8:layout=packed_ue8m0",
       "mxfp8_e5m2:dir=both", "mxfp4", "mxfp4:dir=both", "mxfp4:dir=both,colform=same",

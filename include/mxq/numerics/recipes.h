@@ -14,38 +14,47 @@ enum class MxRounding : uint8_t { rceil = 0, floor = 1 };
 // The NaN code every quantize writes: one fixed code per format, because backends disagree
 // on the sign of a NaN product (x86 keeps the NaN operand's sign, the GPU gives a canonical
 // positive NaN). E2M1 has no NaN: its NaN blocks carry the NaN in the scale and code 0 here.
-MXQ_HD uint8_t quantized_nan_code(ElemFormat f) {
-  return f == ElemFormat::e4m3fn ? 0x7f : (f == ElemFormat::e5m2 ? 0x7e : 0x0);
+// The FP8 code is the one the conversion instruction writes for NaN (0x7F, a NaN in both
+// formats), so that the GPU needs no per-element NaN test.
+MXQ_HD uint8_t quantized_nan_code(ElemFormat f) { return f == ElemFormat::e2m1 ? 0x0 : 0x7f; }
+
+// E2M1 satfinite for non-NaN x, without branches: |x| is clamped to 6 and rounded to nearest
+// even on the quantum of its binade in E2M1 (0.5 below 2, 1 below 4, 2 up to 6) by adding a
+// magic power of two whose fp32 ulp is that quantum; the number of ulps above the magic number
+// plus the binade's first code is the E2M1 code. Equal to encode(x, e2m1, satfinite) for every
+// non-NaN x (tests/cpp/test_fast_paths.cpp checks all 2^32 inputs).
+MXQ_HD uint8_t encode_e2m1_satfinite(float x) {
+  float a = abs_f(x);
+  a = a < 6.0f ? a : 6.0f;
+  const bool lo = a < 2.0f, mid = a < 4.0f;
+  const float magic = lo ? 4194304.0f : (mid ? 8388608.0f : 16777216.0f);  // 2^22, 2^23, 2^24
+  const uint32_t first = lo ? 0u : (mid ? 2u : 4u);  // code of the binade's start, minus its ulps
+  const uint32_t code = float_bits(a + magic) - float_bits(magic) + first;  // no product: nothing to contract
+  return uint8_t(code | ((float_bits(x) >> 28) & 0x8u));
 }
 
-// E2M1 satfinite from the magnitude by comparisons against the rounding midpoints of
-// {0, 0.5, 1, 1.5, 2, 3, 4, 6}; ties go to the even code (FORMATS.md section 1). Same result as
-// encode(x, e2m1, satfinite) for every non-NaN x, in a handful of instructions.
-MXQ_HD uint8_t encode_e2m1_satfinite(float x) {
-  const float a = abs_f(x);
-  const uint32_t code = uint32_t(a > 0.25f) + uint32_t(a >= 0.75f) + uint32_t(a > 1.25f) + uint32_t(a >= 1.75f) +
-                        uint32_t(a > 2.5f) + uint32_t(a >= 3.5f) + uint32_t(a > 5.0f);
-  return uint8_t(code | ((float_bits(x) >> 28) & 0x8u));
+// encode(x, f, satfinite) for non-NaN x, through the conversion instruction where there is one.
+MXQ_HD uint8_t encode_satfinite_finite(float x, ElemFormat f) {
+  if (f == ElemFormat::e2m1) return encode_e2m1_satfinite(x);
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
+  // NOTE: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (PTX ISA, sm_89+) rounds the exact fp32 value to
+  // nearest even and saturates finite overflow and Inf, i.e. encode(x, f, satfinite) for
+  // non-NaN x; the GPU tests hold it to the CPU reference bit for bit.
+  unsigned short r;
+  if (f == ElemFormat::e4m3fn) {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  } else {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  }
+  return uint8_t(r & 0xffu);
+#else
+  return encode(x, f, Saturation::satfinite);
+#endif
 }
 
 MXQ_HD uint8_t quantize_element(float x, float multiplier, ElemFormat f) {
   const float p = mul_rn(x, multiplier);
-  if (is_nan(p)) return quantized_nan_code(f);
-  if (f == ElemFormat::e2m1) return encode_e2m1_satfinite(p);
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
-  // NOTE: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (PTX ISA, sm_89+) rounds the exact fp32 value to
-  // nearest even and saturates finite overflow and Inf, i.e. encode(p, f, satfinite) for
-  // non-NaN p; the GPU tests hold it to the CPU reference bit for bit.
-  unsigned short r;
-  if (f == ElemFormat::e4m3fn) {
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(p));
-  } else {
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(p));
-  }
-  return uint8_t(r & 0xffu);
-#else
-  return encode(p, f, Saturation::satfinite);
-#endif
+  return is_nan(p) ? quantized_nan_code(f) : encode_satfinite_finite(p, f);
 }
 
 // An infinite block maximum is treated as FLT_MAX when a scale is computed.
@@ -109,7 +118,10 @@ MXQ_HD uint8_t mx_scale_code(float amax, ElemFormat f, MxRounding rounding) {
   const float a = finite_amax(amax);
   if (a == 0.0f) return 0;
   if (rounding == MxRounding::rceil) {
-    const uint32_t v = float_bits(div_rn(a, max_finite(f)));
+    // v = amax / fmax, computed as amax * (1 / fmax): for fmax 448, 57344 and 6 both give the
+    // same code for every fp32 amax (FORMATS.md 2.3; tests/cpp/test_rceil_exhaustive.cpp proves it).
+    const float inv = f == ElemFormat::e4m3fn ? (1.0f / 448.0f) : (f == ElemFormat::e5m2 ? (1.0f / 57344.0f) : (1.0f / 6.0f));
+    const uint32_t v = float_bits(mul_rn(a, inv));
     const uint32_t e = v >> 23;
     if (e == 0) return v > 0x400000u ? 1 : 0;
     const uint32_t code = e + ((v & 0x7fffffu) ? 1u : 0u);
@@ -149,14 +161,14 @@ MXQ_HD float nvfp4_decode_scale(float s_enc) { return div_rn(1.0f, s_enc); }
 
 MXQ_HD uint8_t nvfp4_block_scale_code(float amax, float s_enc) {
   if (is_nan(amax)) return kUE4M3NaN;
-  return encode(mul_rn(finite_amax(amax), mul_rn(s_enc, kOneSixth)), ElemFormat::e4m3fn,
-                Saturation::satfinite);
+  return encode_satfinite_finite(mul_rn(finite_amax(amax), mul_rn(s_enc, kOneSixth)), ElemFormat::e4m3fn);
 }
 
-// r = min(1 / (S_dec_b * (1 / S_enc)), FLT_MAX); a NaN block gives NaN so its elements get code 0.
-MXQ_HD float nvfp4_multiplier(uint8_t scale_code, float s_enc) {
+// r = min(1 / (S_dec_b * (1 / S_enc)), FLT_MAX) with s_dec = 1 / S_enc precomputed; a NaN block
+// gives NaN so that its elements get code 0.
+MXQ_HD float nvfp4_multiplier(uint8_t scale_code, float s_dec) {
   if ((scale_code & 0x7fu) == kUE4M3NaN) return quiet_nan();
-  const float d = mul_rn(decode(scale_code, ElemFormat::e4m3fn), nvfp4_decode_scale(s_enc));
+  const float d = mul_rn(decode(scale_code, ElemFormat::e4m3fn), s_dec);
   return fmin_ignore_nan(div_rn(1.0f, d), flt_max());
 }
 
@@ -174,7 +186,14 @@ struct ScaleRule {
   bool ue8m0_out;  // fp8_block: store the UE8M0 code of the pow2 scale instead of fp32
   float eps;
   float tensor_factor;  // fp8_tensor: the encode scale; nvfp4: S_enc; unused otherwise
+  float tensor_decode;  // nvfp4: 1 / S_enc (set by with_tensor_factor)
 };
+
+MXQ_HD ScaleRule with_tensor_factor(ScaleRule r, float factor) {
+  r.tensor_factor = factor;
+  r.tensor_decode = r.scheme == Scheme::nvfp4 ? nvfp4_decode_scale(factor) : 0.0f;
+  return r;
+}
 
 struct BlockScale {
   float multiplier;  // applied to each element before the satfinite conversion
@@ -194,7 +213,7 @@ MXQ_HD BlockScale block_scale(const ScaleRule& r, float amax) {
     }
     default: {
       const uint8_t code = nvfp4_block_scale_code(amax, r.tensor_factor);
-      return {nvfp4_multiplier(code, r.tensor_factor), code};
+      return {nvfp4_multiplier(code, r.tensor_decode), code};
     }
   }
 }

@@ -16,6 +16,15 @@ namespace {
 using cuda::check_cuda;
 
 template <class F>
+void with_elem(ElemFormat e, F&& f) {
+  switch (e) {
+    case ElemFormat::e4m3fn: return f(std::integral_constant<ElemFormat, ElemFormat::e4m3fn>{});
+    case ElemFormat::e5m2: return f(std::integral_constant<ElemFormat, ElemFormat::e5m2>{});
+    default: return f(std::integral_constant<ElemFormat, ElemFormat::e2m1>{});
+  }
+}
+
+template <class F>
 void with_dtype(DType d, F&& f) {
   switch (d) {
     case DType::float32: return f(std::integral_constant<int, 0>{});
@@ -26,12 +35,17 @@ void with_dtype(DType d, F&& f) {
 
 bool aligned(const void* p, int n) { return reinterpret_cast<uintptr_t>(p) % uintptr_t(n) == 0; }
 
-// The tile height: the columnwise block length (blocks run down the rows), else the 2-D block
-// height, else 32.
-int tile_rows(const Recipe& r) {
-  if (r.has_columnwise() && !r.is_tensor_scaled()) return r.block_cols;
-  if (r.block_rows > 1) return r.block_rows;
-  return 32;  // rowwise 1 x G only: two rows per thread keep two loads in flight
+// Tile height and block width of the kernel instantiation: a columnwise block runs down the
+// whole tile (height = block length), 2-D blocks are one tile high, rowwise 1 x G blocks use 32
+// rows (two per thread keep two loads in flight); per-tensor scaling uses width 8 (no blocks).
+struct TileShape {
+  int rows, block_cols;
+};
+TileShape tile_shape(const Recipe& r) {
+  if (r.is_tensor_scaled()) return {32, 8};
+  if (r.has_columnwise()) return {r.block_cols, r.block_cols};
+  if (r.block_rows > 1) return {r.block_rows, r.block_cols};
+  return {32, r.block_cols};
 }
 
 void check_pointer(const void* p, const Device& d, const char* what) {
@@ -97,6 +111,7 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
   p.rule = rc.scale_rule(0.0f);
   p.br = rc.is_tensor_scaled() ? 1 : rc.block_rows;
   p.bc = rc.is_tensor_scaled() ? 8 : rc.block_cols;
+  const TileShape shape = tile_shape(rc);
   p.per_row_scale = rc.scale_per_row();
   p.fp32_scales = rc.scale_type == ScaleType::float32;
   p.amax = opt.amax_in ? opt.amax_in : static_cast<const float*>(out.amax.data);
@@ -124,23 +139,32 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
   zero_padding(out.scales, L.scales);
   zero_padding(out.col_scales, L.col_scales);
 
-  const int tr = tile_rows(rc);
   if (x.empty()) {
     // Still publish the global scale of an empty tensor (amax 0).
     if (L.global_scale.present()) {
       p.row = p.col = false;
       p.rows = 0;
-      with_dtype(x.dtype, [&](auto D) { cuda::launch_quantize_tile<decltype(D)::value>(rc.elem, 16, dim3(1, 1), stream, p); });
+      with_dtype(x.dtype, [&](auto D) {
+        with_elem(rc.elem, [&](auto E) {
+          cuda::launch_quantize_tile<decltype(D)::value, decltype(E)::value>(shape.rows, shape.block_cols, 1,
+                                                                             x.device.index, 1, stream, p);
+        });
+      });
       check_cuda(cudaGetLastError(), "quantize kernel launch");
     }
     return;
   }
-  const dim3 grid(unsigned((x.cols + 127) / 128), unsigned((x.rows + tr - 1) / tr));
-  if (grid.y > 65535u)
-    fail(ErrorCode::unsupported, "quantize: input.shape[0]=" + std::to_string(x.rows) + " needs " +
-                                     std::to_string(grid.y) + " tiles of " + std::to_string(tr) +
-                                     " rows; at most 65535 are supported");
-  with_dtype(x.dtype, [&](auto D) { cuda::launch_quantize_tile<decltype(D)::value>(rc.elem, tr, grid, stream, p); });
+  const int64_t tiles = ((x.cols + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);
+  if (tiles >= (int64_t(1) << 32))
+    fail(ErrorCode::unsupported, "quantize: input of " + std::to_string(x.rows) + " x " + std::to_string(x.cols) +
+                                     " needs " + std::to_string(tiles) + " tiles; at most 2^32 - 1 are supported");
+  const int sms = cuda::sm_count(x.device.index);
+  with_dtype(x.dtype, [&](auto D) {
+    with_elem(rc.elem, [&](auto E) {
+      cuda::launch_quantize_tile<decltype(D)::value, decltype(E)::value>(shape.rows, shape.block_cols, tiles,
+                                                                         x.device.index, sms, stream, p);
+    });
+  });
   check_cuda(cudaGetLastError(), "quantize kernel launch");
 }
 

@@ -1,44 +1,55 @@
-// Instantiates the launchers for the input dtype MXQ_INPUT_DTYPE (see quantize_tile_launch.cuh).
+// Instantiates the quantize launcher for input dtype MXQ_INPUT_DTYPE and element format
+// MXQ_ELEM (see quantize_tile_launch.cuh).
+#include <algorithm>
+#include <atomic>
+
+#include <string>
+
 #include "cuda/quantize/quantize_tile.cuh"
+#include "mxq/error.hpp"
 #include "cuda/quantize/quantize_tile_launch.cuh"
 
 namespace mxq::cuda {
 
-template <>
-void launch_quantize_tile<MXQ_INPUT_DTYPE>(num::ElemFormat elem, int tile_rows, dim3 grid, cudaStream_t stream,
-                                           const TileParams& p) {
-  auto go = [&](auto kernel) { kernel<<<grid, 256, 0, stream>>>(p); };
-  using E = num::ElemFormat;
-#define MXQ_TILE(E_, TR_) go(quantize_tile_kernel<MXQ_INPUT_DTYPE, E_, TR_>)
-#define MXQ_TILE_ROWS(E_)                  \
-  switch (tile_rows) {                     \
-    case 16: MXQ_TILE(E_, 16); break;      \
-    case 32: MXQ_TILE(E_, 32); break;      \
-    default: MXQ_TILE(E_, 128); break;     \
+namespace {
+
+// Persistent grid: as many CTAs as fit on the device at once (capped by the tile count). The
+// dynamic shared-memory limit and the occupancy are looked up once per kernel and device.
+template <num::ElemFormat kElem, int kTR, int kBC>
+void launch_one(int64_t tiles, int device, int sms, cudaStream_t stream, const TileParams& p) {
+  constexpr auto kernel = quantize_tile_kernel<MXQ_INPUT_DTYPE, kElem, kTR, kBC>;
+  constexpr int kSmem = TileRing<MXQ_INPUT_DTYPE, kTR>::kBytes;
+  static std::atomic<int> per_sm[64] = {};
+  const int slot = device & 63;
+  int n = per_sm[slot].load(std::memory_order_relaxed);
+  if (n == 0) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 256, kSmem);
+    n = n > 0 ? n : 1;
+    per_sm[slot].store(n, std::memory_order_relaxed);
   }
-  switch (elem) {
-    case E::e4m3fn: MXQ_TILE_ROWS(E::e4m3fn); break;
-    case E::e5m2: MXQ_TILE_ROWS(E::e5m2); break;
-    default: MXQ_TILE_ROWS(E::e2m1); break;
-  }
-#undef MXQ_TILE_ROWS
-#undef MXQ_TILE
+  const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(sms) * n));
+  kernel<<<unsigned(grid), 256, kSmem, stream>>>(p);
 }
 
-template <>
-void launch_amax<MXQ_INPUT_DTYPE>(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols,
-                                  int64_t row_stride, bool vec_ok, unsigned* out) {
-  amax_kernel<MXQ_INPUT_DTYPE><<<grid, 256, 0, stream>>>(x, rows, cols, row_stride, vec_ok, out);
-}
+}  // namespace
 
-// The output dtype of dequantize shares the 0/1/2 numbering.
 template <>
-void launch_dequantize<MXQ_INPUT_DTYPE>(num::ElemFormat elem, dim3 grid, cudaStream_t stream, const DequantParams& p) {
-  using E = num::ElemFormat;
-  switch (elem) {
-    case E::e4m3fn: dequantize_kernel<E::e4m3fn, MXQ_INPUT_DTYPE><<<grid, 256, 0, stream>>>(p); break;
-    case E::e5m2: dequantize_kernel<E::e5m2, MXQ_INPUT_DTYPE><<<grid, 256, 0, stream>>>(p); break;
-    default: dequantize_kernel<E::e2m1, MXQ_INPUT_DTYPE><<<grid, 256, 0, stream>>>(p); break;
+void launch_quantize_tile<MXQ_INPUT_DTYPE, MXQ_ELEM>(int tile_rows, int block_cols, int64_t tiles, int device,
+                                                     int sms, cudaStream_t stream, const TileParams& p) {
+  // (tile rows, block width) pairs that tile_shape() in launch.cpp produces.
+  switch (tile_rows * 1000 + block_cols) {
+    case 16016: return launch_one<MXQ_ELEM, 16, 16>(tiles, device, sms, stream, p);
+    case 32008: return launch_one<MXQ_ELEM, 32, 8>(tiles, device, sms, stream, p);
+    case 32016: return launch_one<MXQ_ELEM, 32, 16>(tiles, device, sms, stream, p);
+    case 32032: return launch_one<MXQ_ELEM, 32, 32>(tiles, device, sms, stream, p);
+    case 32064: return launch_one<MXQ_ELEM, 32, 64>(tiles, device, sms, stream, p);
+    case 32128: return launch_one<MXQ_ELEM, 32, 128>(tiles, device, sms, stream, p);
+    case 64064: return launch_one<MXQ_ELEM, 64, 64>(tiles, device, sms, stream, p);
+    case 128128: return launch_one<MXQ_ELEM, 128, 128>(tiles, device, sms, stream, p);
+    default:
+      fail(ErrorCode::internal, "quantize: no tile kernel for " + std::to_string(tile_rows) + " rows x block " +
+                                    std::to_string(block_cols));
   }
 }
 

@@ -1,5 +1,5 @@
-// Launchers of the quantize tile kernel, one translation unit per input dtype (quantize_tile_*.cu)
-// so that the instantiations build in parallel.
+// Launchers of the quantize, amax and dequantize kernels. The instantiations are spread over
+// several translation units so that they build in parallel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,8 +8,11 @@
 
 namespace mxq::cuda {
 
-template <int kDType>
-void launch_quantize_tile(num::ElemFormat elem, int tile_rows, dim3 grid, cudaStream_t stream, const TileParams& p);
+// Launches the persistent tile kernel over `tiles` tiles of `tile_rows` x 128 elements. One
+// translation unit per (input dtype, element format): quantize_tile_<dtype>_<elem>.cu.
+template <int kDType, num::ElemFormat kElem>
+void launch_quantize_tile(int tile_rows, int block_cols, int64_t tiles, int device, int sms, cudaStream_t stream,
+                          const TileParams& p);
 
 template <int kDType>
 void launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,

@@ -1,0 +1,32 @@
+// Launchers of the amax and dequantize kernels for every input / output dtype.
+#include "cuda/quantize/quantize_tile.cuh"
+#include "cuda/quantize/quantize_tile_launch.cuh"
+
+namespace mxq::cuda {
+
+template <int kDType>
+void launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,
+                 bool vec_ok, unsigned* out) {
+  amax_kernel<kDType><<<grid, 256, 0, stream>>>(x, rows, cols, row_stride, vec_ok, out);
+}
+
+// The output dtype of dequantize shares the 0/1/2 numbering of the inputs.
+template <int kOutDType>
+void launch_dequantize(num::ElemFormat elem, dim3 grid, cudaStream_t stream, const DequantParams& p) {
+  using E = num::ElemFormat;
+  switch (elem) {
+    case E::e4m3fn: dequantize_kernel<E::e4m3fn, kOutDType><<<grid, 256, 0, stream>>>(p); break;
+    case E::e5m2: dequantize_kernel<E::e5m2, kOutDType><<<grid, 256, 0, stream>>>(p); break;
+    default: dequantize_kernel<E::e2m1, kOutDType><<<grid, 256, 0, stream>>>(p); break;
+  }
+}
+
+#define MXQ_INSTANTIATE(D)                                                                              \
+  template void launch_amax<D>(dim3, cudaStream_t, const void*, int64_t, int64_t, int64_t, bool, unsigned*); \
+  template void launch_dequantize<D>(num::ElemFormat, dim3, cudaStream_t, const DequantParams&);
+MXQ_INSTANTIATE(0)
+MXQ_INSTANTIATE(1)
+MXQ_INSTANTIATE(2)
+#undef MXQ_INSTANTIATE
+
+}  // namespace mxq::cuda

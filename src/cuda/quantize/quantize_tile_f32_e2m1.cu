@@ -1,0 +1,4 @@
+// Quantize tile kernels for f32 input, e2m1 elements.
+#define MXQ_INPUT_DTYPE 0
+#define MXQ_ELEM num::ElemFormat::e2m1
+#include "cuda/quantize/quantize_tile_inst.cuh"
