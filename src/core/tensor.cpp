@@ -131,15 +131,24 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
   if (m.cols > 1 && v.strides[v.ndim - 1] != 1)
     fail_arg(a + ".strides[" + std::to_string(v.ndim - 1) + "]=" + std::to_string(v.strides[v.ndim - 1]) +
              " must be 1 (rows may be strided, elements within a row must be contiguous)");
-  m.row_stride = v.ndim >= 2 ? v.strides[v.ndim - 2] : m.cols;
-  // Leading dimensions must collapse onto one row stride.
-  for (int i = v.ndim - 3; i >= 0; --i) {
+  // Leading dimensions must collapse onto one row stride; dimensions of size 1 have no stride
+  // that matters (torch gives them arbitrary ones).
+  int prev = -1;  // the last leading dimension of size > 1 seen, walking outwards
+  m.row_stride = m.cols;
+  for (int i = v.ndim - 2; i >= 0; --i) {
     if (v.shape[i] == 1) continue;
-    int64_t expect = v.strides[i + 1] * v.shape[i + 1];
+    if (prev < 0) {
+      prev = i;
+      m.row_stride = v.strides[i];
+      continue;
+    }
+    const int64_t expect = v.strides[prev] * v.shape[prev];
+    prev = i;
     if (v.strides[i] != expect)
       fail_arg(a + ".strides[" + std::to_string(i) + "]=" + std::to_string(v.strides[i]) + " must be " +
                std::to_string(expect) + " so that the leading dimensions collapse into rows");
   }
+  if (m.rows == 1) m.row_stride = m.cols;  // one row: its stride is never used
   if (m.rows > 1 && m.row_stride < m.cols)
     fail_arg(a + ".strides[" + std::to_string(v.ndim - 2) + "]=" + std::to_string(m.row_stride) +
              " must be >= shape[-1]=" + std::to_string(m.cols) + " (rows would overlap)");

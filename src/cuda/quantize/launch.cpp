@@ -179,7 +179,7 @@ void cuda_dequantize(Backend, const DequantizeCall& call, const QuantizedTensor&
   check_pointer(y.data, y.device, "output.data");
   check_pointer(data.data, y.device, col ? "quantized.col_data.data" : "quantized.data.data");
   check_pointer(scales.data, y.device, col ? "quantized.col_scales.data" : "quantized.scales.data");
-  check_pointer(q.global_scale.data, y.device, "quantized.global_scale.data");
+  if (L.global_scale.present()) check_pointer(q.global_scale.data, y.device, "quantized.global_scale.data");
   cuda::DeviceGuard guard(y.device.index);
   if (y.empty()) return;
   cuda::DequantParams p{};
@@ -196,7 +196,8 @@ void cuda_dequantize(Backend, const DequantizeCall& call, const QuantizedTensor&
   p.ue8m0 = rc.scale_type == ScaleType::ue8m0;
   p.fp32_scales = rc.scale_type == ScaleType::float32 && rc.layout != ScaleLayout::packed_ue8m0;
   p.scheme = rc.scheme;
-  p.global_scale = static_cast<const float*>(q.global_scale.data);
+  // Only fp8_tensor and nvfp4 have a global scale; a buffer given with another recipe is ignored.
+  p.global_scale = L.global_scale.present() ? static_cast<const float*>(q.global_scale.data) : nullptr;
   p.y = y.data;
   p.y_stride = y.row_stride;
   const int64_t total = y.rows * y.cols;

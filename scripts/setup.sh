@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what mxq needs to build and test on a Debian machine (root), skipping what is there:
+# a C++20 compiler, CMake, Ninja, GoogleTest, CLI11, nlohmann-json (Debian packages) and
+# numpy, ml_dtypes, pytest (PyPI, for the oracle tests). CUDA is optional: with nvcc on PATH the
+# CUDA backends are built too.
+set -euo pipefail
+need=()
+for pkg in cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import numpy, ml_dtypes, pytest" >/dev/null 2>&1; then
+  echo "setup: installing numpy ml_dtypes pytest" >&2
+  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore numpy ml_dtypes pytest
+fi
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi

@@ -1,0 +1,327 @@
+// Argument validation of the public API: every error is an mxq::Error whose message names the
+// argument, the value and what was expected, and nothing is written before it is thrown (the
+// poisoned output buffers are unchanged afterwards).
+#include <functional>
+
+#include "test_support.hpp"
+
+namespace mxq::test {
+namespace {
+
+// ---- the check ---------------------------------------------------------------------------------
+struct ErrorExpectation {
+  ErrorCode code;
+  std::vector<std::string> fragments;  // each must appear in the message
+};
+
+// Runs `call`, which must throw Error{code} with every fragment in its message, and checks that
+// the watched byte buffers are unchanged.
+void expect_error(const std::function<void()>& call, const ErrorExpectation& want,
+                  const std::vector<const std::vector<uint8_t>*>& watched = {}) {
+  std::vector<std::vector<uint8_t>> before;
+  for (const auto* w : watched) before.push_back(*w);
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one mentioning '" << (want.fragments.empty() ? "" : want.fragments[0]) << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(int(e.code()), int(want.code)) << msg;
+    for (const auto& f : want.fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not an mxq::Error: " << e.what();
+  }
+  for (size_t i = 0; i < watched.size(); ++i) EXPECT_EQ(*watched[i], before[i]) << "buffer " << i << " was written";
+}
+
+ErrorExpectation invalid(std::vector<std::string> fragments) { return {ErrorCode::invalid_argument, std::move(fragments)}; }
+
+std::vector<const std::vector<uint8_t>*> watch(Outputs& o) {
+  return {&o.data, &o.scales, &o.col_data, &o.col_scales, &o.global_scale, &o.amax};
+}
+
+// A poisoned output set and a valid fp32 input of the same shape.
+struct PoisonedCall {
+  std::vector<float> x;
+  Outputs out;
+  PoisonedCall(const std::string& recipe, int64_t rows, int64_t cols)
+      : x(random_matrix(rows, cols, 1)), out(recipe, rows, cols) {
+    out.poison(0xCD);
+  }
+  TensorView input() { return f32_matrix(x, out.rows, out.cols); }
+};
+
+// ---- quantize: the input ------------------------------------------------------------------------
+TEST(ApiErrors, NullInputData) {
+  PoisonedCall s("mxfp8", 4, 64);
+  expect_error([&] { quantize(TensorView::matrix(nullptr, DType::float32, 4, 64), s.out.view()); },
+               invalid({"input.data is null", "256 elements"}), watch(s.out));
+}
+
+TEST(ApiErrors, MisalignedInput) {
+  PoisonedCall s("mxfp8", 4, 64);
+  std::vector<float> buf(4 * 64 + 1);
+  void* odd = reinterpret_cast<char*>(buf.data()) + 1;
+  expect_error([&] { quantize(TensorView::matrix(odd, DType::float32, 4, 64), s.out.view()); },
+               invalid({"input.data=", "not aligned", "element size 4"}), watch(s.out));
+  expect_error([&] { quantize(TensorView::matrix(odd, DType::bfloat16, 4, 64), s.out.view()); },
+               invalid({"input.data=", "element size 2"}), watch(s.out));
+}
+
+TEST(ApiErrors, UnsupportedInputDtype) {
+  PoisonedCall s("mxfp8", 4, 64);
+  std::vector<int32_t> ints(256);
+  expect_error([&] { quantize(TensorView::matrix(ints.data(), DType::int32, 4, 64), s.out.view()); },
+               invalid({"input.dtype=int32", "expected float32, float16 or bfloat16"}), watch(s.out));
+  std::vector<uint8_t> fp8(256);
+  expect_error([&] { quantize(TensorView::matrix(fp8.data(), DType::float8_e4m3fn, 4, 64), s.out.view()); },
+               invalid({"input.dtype=float8_e4m3fn", "expected float32, float16 or bfloat16"}), watch(s.out));
+}
+
+TEST(ApiErrors, InnerStrideAndRowLayout) {
+  PoisonedCall s("mxfp8", 4, 64);
+  std::vector<float> big(4 * 128);
+  TensorView v = TensorView::matrix(big.data(), DType::float32, 4, 64, 128);
+  v.strides[1] = 2;
+  expect_error([&] { quantize(v, s.out.view()); }, invalid({"input.strides[1]=2", "must be 1"}), watch(s.out));
+  // overlapping rows
+  expect_error([&] { quantize(TensorView::matrix(big.data(), DType::float32, 4, 64, 32), s.out.view()); },
+               invalid({"input.strides[0]=32", "must be >= shape[-1]=64"}), watch(s.out));
+  // leading dimensions that do not collapse into one row stride
+  TensorView v3;
+  v3.data = big.data();
+  v3.ndim = 3;
+  v3.shape = {2, 2, 64};
+  v3.strides = {256, 64, 1};
+  expect_error([&] { quantize(v3, s.out.view()); }, invalid({"input.strides[0]=256", "must be 128"}), watch(s.out));
+  TensorView v0 = v3;
+  v0.ndim = 0;
+  expect_error([&] { quantize(v0, s.out.view()); }, invalid({"input.ndim=0", "[1, 6]"}), watch(s.out));
+  TensorView vneg = TensorView::matrix(big.data(), DType::float32, 4, 64);
+  vneg.shape[0] = -4;
+  expect_error([&] { quantize(vneg, s.out.view()); }, invalid({"input.shape[0]=-4", "negative"}), watch(s.out));
+}
+
+TEST(ApiErrors, ShapeMismatch) {
+  PoisonedCall s("mxfp8", 4, 64);
+  std::vector<float> x(4 * 32);
+  expect_error([&] { quantize(TensorView::matrix(x.data(), DType::float32, 4, 32), s.out.view()); },
+               invalid({"quantized shape (4, 64)", "input shape (4, 32)"}), watch(s.out));
+}
+
+TEST(ApiErrors, OddFp4Width) {
+  expect_error([] { plan(Recipe::parse("mxfp4"), 4, 33); },
+               invalid({"input.shape[1]=33", "must be even", "float4_e2m1fn"}));
+  expect_error([] { plan(Recipe::parse("mxfp4:dir=col"), 3, 64); },
+               invalid({"input.shape[0]=3", "must be even", "float4_e2m1fn"}));
+  // quantize itself, with generous buffers
+  std::vector<float> x(4 * 33);
+  std::vector<uint8_t> data(256, 0xCD), scales(256, 0xCD);
+  QuantizedTensor q;
+  q.recipe = Recipe::parse("nvfp4");
+  q.rows = 4;
+  q.cols = 33;
+  q.data = {data.data(), 256};
+  q.scales = {scales.data(), 256};
+  expect_error([&] { quantize(TensorView::matrix(x.data(), DType::float32, 4, 33), q); },
+               invalid({"input.shape[1]=33", "must be even"}), {&data, &scales});
+}
+
+// ---- quantize: the output buffers -----------------------------------------------------------------
+TEST(ApiErrors, BuffersTooSmallOrMissing) {
+  struct Case {
+    const char* recipe;
+    const char* buffer;  // which one to break
+    int64_t shrink;      // bytes to take away; -1: make it null
+    std::vector<std::string> fragments;
+  };
+  // (130, 200): mxfp8 data 26000 bytes, scales 130 * 7 = 910; dir=col: col_data 26000, col_scales
+  // 200 * 5 = 1000; fp8_tensor global_scale 4; nvfp4 amax 4 (required: computed on the device).
+  const std::vector<Case> cases = {
+      {"mxfp8", "data", 1, {"quantized.data.bytes=25999 is too small", "needs 26000 bytes", "[130, 200]"}},
+      {"mxfp8", "scales", 1, {"quantized.scales.bytes=909 is too small", "needs 910 bytes", "float8_e8m0fnu"}},
+      {"mxfp8", "scales", -1, {"quantized.scales.data is null", "needs 910 bytes"}},
+      {"mxfp8:dir=col", "col_data", 10, {"quantized.col_data.bytes=25990 is too small", "needs 26000 bytes"}},
+      {"mxfp8:dir=col", "col_scales", 1, {"quantized.col_scales.bytes=999", "needs 1000 bytes"}},
+      {"fp8_tensor", "global_scale", -1, {"quantized.global_scale.data is null", "needs 4 bytes"}},
+      {"fp8_tensor", "global_scale", 1, {"quantized.global_scale.bytes=3", "needs 4 bytes"}},
+      {"nvfp4", "amax", -1, {"quantized.amax.data is null", "needs 4 bytes"}},
+      {"fp8_block_1x128", "scales", 4, {"quantized.scales.bytes=1036", "needs 1040 bytes", "float32"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.recipe) + " " + c.buffer);
+    PoisonedCall s(c.recipe, 130, 200);
+    QuantizedTensor q = s.out.view();
+    Buffer* b = std::string(c.buffer) == "data" ? &q.data
+                : std::string(c.buffer) == "scales" ? &q.scales
+                : std::string(c.buffer) == "col_data" ? &q.col_data
+                : std::string(c.buffer) == "col_scales" ? &q.col_scales
+                : std::string(c.buffer) == "global_scale" ? &q.global_scale
+                                                          : &q.amax;
+    ASSERT_GT(b->bytes, 0);
+    if (c.shrink < 0) *b = {nullptr, 0};
+    else b->bytes -= c.shrink;
+    expect_error([&] { quantize(s.input(), q); }, invalid(c.fragments), watch(s.out));
+  }
+}
+
+TEST(ApiErrors, MisalignedFp32ScaleBuffer) {
+  PoisonedCall s("fp8_block_1x128", 4, 256);
+  std::vector<uint8_t> scales(64, 0xCD);
+  QuantizedTensor q = s.out.view();
+  q.scales = {scales.data() + 1, 32};
+  expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.scales.data=", "4-byte aligned", "float32"}),
+               {&scales, &s.out.data});
+}
+
+// ---- quantize: options ------------------------------------------------------------------------------
+TEST(ApiErrors, OptionsTheRecipeDoesNotUse) {
+  const float one = 1.0f;
+  QuantizeOptions amax;
+  amax.amax_in = &one;
+  QuantizeOptions scale;
+  scale.scale_in = &one;
+  QuantizeOptions both = amax;
+  both.scale_in = &one;
+  for (const char* recipe : {"mxfp8", "fp8_block_1x128", "mxfp4"}) {
+    PoisonedCall s(recipe, 4, 256);
+    expect_error([&] { quantize(s.input(), s.out.view(), amax); },
+                 invalid({"options.amax_in is only used by fp8_tensor and nvfp4", std::string("recipe ") + recipe}),
+                 watch(s.out));
+  }
+  PoisonedCall n("nvfp4", 4, 256);
+  expect_error([&] { quantize(n.input(), n.out.view(), scale); },
+               invalid({"options.scale_in is only used by fp8_tensor", "recipe nvfp4"}), watch(n.out));
+  PoisonedCall t("fp8_tensor", 4, 256);
+  expect_error([&] { quantize(t.input(), t.out.view(), both); }, invalid({"scale_in", "amax_in", "not both"}),
+               watch(t.out));
+}
+
+TEST(ApiErrors, InvalidOptionValues) {
+  PoisonedCall t("fp8_tensor", 4, 256);
+  for (float bad : {0.0f, -1.0f, INFINITY, NAN}) {
+    QuantizeOptions o;
+    o.scale_in = &bad;
+    expect_error([&] { quantize(t.input(), t.out.view(), o); }, invalid({"options.scale_in=", "must be finite and > 0"}),
+                 watch(t.out));
+  }
+  for (float bad : {-1.0f, NAN}) {
+    QuantizeOptions o;
+    o.amax_in = &bad;
+    expect_error([&] { quantize(t.input(), t.out.view(), o); }, invalid({"options.amax_in=", "must be >= 0"}),
+                 watch(t.out));
+  }
+}
+
+// ---- devices and backends --------------------------------------------------------------------------
+TEST(ApiErrors, CudaTensorsOnABuildWithoutCuda) {
+#ifdef MXQ_WITH_CUDA
+  GTEST_SKIP() << "built with CUDA: CUDA tensors are tested by tests/gpu";
+#else
+  PoisonedCall s("mxfp8", 4, 64);
+  const Device cuda{DeviceKind::cuda, 0};
+  QuantizedTensor q = s.out.view();
+  q.device = cuda;
+  const TensorView x = TensorView::matrix(s.x.data(), DType::float32, 4, 64, -1, cuda);
+  expect_error([&] { quantize(x, q); }, {ErrorCode::backend_unavailable, {"CUDA", "quantize"}}, watch(s.out));
+  QuantizeOptions aot;
+  aot.backend = Backend::cuda_aot;
+  expect_error([&] { quantize(x, q, aot); }, {ErrorCode::backend_unavailable, {"CUDA"}}, watch(s.out));
+  QuantizeOptions cpu;
+  cpu.backend = Backend::cpu;
+  expect_error([&] { quantize(x, q, cpu); }, {ErrorCode::unsupported, {"backend cpu", "cuda:0"}}, watch(s.out));
+  std::vector<float> y(256, 0.0f);
+  std::vector<uint8_t> ybytes(1024, 0xCD);
+  expect_error([&] { dequantize(q, TensorView::matrix(ybytes.data(), DType::float32, 4, 64, -1, cuda)); },
+               {ErrorCode::backend_unavailable, {"CUDA", "dequantize"}}, {&ybytes});
+#endif
+}
+
+TEST(ApiErrors, BackendAndDeviceMismatch) {
+  PoisonedCall s("mxfp8", 4, 64);
+  QuantizeOptions aot;
+  aot.backend = Backend::cuda_aot;
+  expect_error([&] { quantize(s.input(), s.out.view(), aot); },
+               {ErrorCode::unsupported, {"backend cuda-aot", "CUDA device", "cpu tensors"}}, watch(s.out));
+  QuantizedTensor q = s.out.view();
+  q.device = {DeviceKind::cuda, 0};
+  expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.device=cuda:0", "input.device=cpu"}), watch(s.out));
+  expect_error([] { parse_backend("cuda"); }, invalid({"unknown backend 'cuda'", "auto, cpu, cuda-aot, cuda-jit"}));
+}
+
+// ---- recipes and dtypes -------------------------------------------------------------------------------
+TEST(ApiErrors, UnknownRecipesAndOptions) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"mxfp9", {"unknown recipe 'mxfp9'", "presets: fp8_tensor", "mxfp8", "nvfp4"}},
+      {"", {"unknown recipe ''"}},
+      {"mxfp8:foo=1", {"unknown option 'foo'", "known: elem, group, block"}},
+      {"mxfp8:pow2", {"option 'pow2' must be key=value"}},
+      {"mxfp8:rounding=up", {"option rounding=up is invalid", "expected rceil or floor"}},
+      {"mxfp8:dir=sideways", {"dir=sideways", "row, col or both"}},
+      {"mxfp8:layout=diagonal", {"layout=diagonal", "swizzled_128x4"}},
+      {"fp8_block_1x128:group=abc", {"group=abc", "an integer"}},
+      {"fp8_block_1x128:eps=-1", {"eps=-1", "a finite number >= 0"}},
+      {"fp8_block_1x128:pow2=yes", {"pow2=yes", "0, 1, true or false"}},
+      {"fp8_block_1x128:block=1x100", {"1x32, 1x64, 1x128 or 128x128", "got 1x100"}},
+      {"fp8_block_1x128:scale=float8_e8m0fnu", {"needs pow2=1"}},
+      {"mxfp8:layout=mn_major_tma", {"MX scales are row_major, packed_ue8m0 or swizzled_128x4"}},
+      {"mxfp8:pow2=1", {"pow2 applies to fp8_tensor and fp8_block"}},
+      {"nvfp4:elem=float8_e4m3fn", {"nvfp4 elements are float4_e2m1fn"}},
+      {"fp8_tensor:elem=float4_e2m1fn", {"fp8_tensor needs elem float8_e4m3fn or float8_e5m2"}},
+      {"mxfp8:elem=float32", {"elem=float32", "float8_e4m3fn, float8_e5m2 or float4_e2m1fn"}},
+  };
+  for (const auto& [text, fragments] : cases) {
+    SCOPED_TRACE(text);
+    expect_error([&] { Recipe::parse(text); }, invalid(fragments));
+  }
+}
+
+TEST(ApiErrors, Float8E4m3IsNotFloat8E4m3fn) {
+  const std::string supported =
+      "supported: float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1fn, float8_e8m0fnu";
+  expect_error([] { parse_dtype("float8_e4m3"); },
+               invalid({"dtype: unknown dtype 'float8_e4m3'", "did you mean float8_e4m3fn?", supported}));
+  expect_error([] { Recipe::parse("mxfp8:elem=float8_e4m3"); },
+               invalid({"option elem", "'float8_e4m3'", "did you mean float8_e4m3fn?", supported}));
+  expect_error([] { parse_dtype("float8_e3m4", "x.dtype"); }, invalid({"x.dtype: unknown dtype 'float8_e3m4'", supported}));
+  EXPECT_EQ(parse_dtype("float4_e2m1fn_x2"), DType::float4_e2m1fn);  // torch's packed storage name
+  EXPECT_EQ(parse_dtype("float8_e4m3fn"), DType::float8_e4m3fn);
+}
+
+TEST(ApiErrors, PlanShapes) {
+  expect_error([] { plan(Recipe::parse("mxfp8"), -1, 64); }, invalid({"shape (-1, 64)", "non-negative"}));
+}
+
+// ---- dequantize ------------------------------------------------------------------------------------
+TEST(ApiErrors, Dequantize) {
+  PoisonedCall s("mxfp8", 4, 64);
+  quantize(s.input(), s.out.view());
+  std::vector<uint8_t> y(4 * 64 * 4, 0xCD);
+  auto out = [&](DType t, int64_t r, int64_t c) { return TensorView::matrix(y.data(), t, r, c); };
+  expect_error([&] { dequantize(s.out.view(), out(DType::int32, 4, 64)); },
+               invalid({"output.dtype=int32", "expected float32, float16 or bfloat16"}), {&y});
+  expect_error([&] { dequantize(s.out.view(), out(DType::float32, 64, 4)); },
+               invalid({"output shape (64, 4)", "must be (4, 64)"}), {&y});
+  DequantizeOptions col;
+  col.columnwise = true;
+  expect_error([&] { dequantize(s.out.view(), out(DType::float32, 64, 4), col); },
+               invalid({"options.columnwise is set", "recipe mxfp8 has no columnwise output"}), {&y});
+  expect_error([&] { dequantize(s.out.view(), TensorView::matrix(nullptr, DType::float32, 4, 64)); },
+               invalid({"output.data is null"}), {&y});
+  QuantizedTensor q = s.out.view();
+  q.scales = {nullptr, 0};
+  expect_error([&] { dequantize(q, out(DType::float32, 4, 64)); }, invalid({"quantized.scales.data is null"}), {&y});
+  q = s.out.view();
+  q.data.bytes = 100;
+  expect_error([&] { dequantize(q, out(DType::float32, 4, 64)); },
+               invalid({"quantized.data.bytes=100 is too small", "needs 256 bytes"}), {&y});
+  PoisonedCall c("mxfp8:dir=col", 4, 64);
+  expect_error([&] { dequantize(c.out.view(), out(DType::float32, 4, 64)); },
+               invalid({"recipe mxfp8:dir=col has only columnwise output", "set options.columnwise"}), {&y});
+  PoisonedCall t("fp8_tensor", 4, 64);
+  q = t.out.view();
+  q.global_scale = {nullptr, 0};
+  expect_error([&] { dequantize(q, out(DType::float32, 4, 64)); }, invalid({"quantized.global_scale.data is null"}), {&y});
+}
+
+}  // namespace
+}  // namespace mxq::test

@@ -1,0 +1,133 @@
+"""The mxq command (MXQ_BIN): help, info, demo output and error reporting."""
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+# Lowest acceptable SQNR per recipe family on the demo's inputs (normal data with outliers, and
+# small-variance weights). Ideal quantization noise of a format with m mantissa bits is about
+# 6.02 * (m + 1) + 10.8 dB for normally distributed values; the bounds leave a wide margin for
+# outliers and scale rounding but catch a wrong scale (which costs tens of dB).
+MIN_SQNR_DB = {
+    "fp8_tensor": 20.0,  # E4M3, one scale for the tensor incl. outliers
+    "fp8_tensor_e5m2": 15.0,
+    "fp8_block": 25.0,
+    "mxfp8": 25.0,
+    "mxfp8_e5m2": 18.0,
+    "mxfp4": 12.0,
+    "nvfp4": 14.0,
+    "fp4_block": 10.0,
+}
+MAX_SQNR_DB = 60.0  # 8-bit formats cannot do better than about 40 dB on this data
+# The demo's max relative error is taken over |x| >= 0.01 rms(x), which every 8-bit recipe keeps
+# in the element format's normal range: at most half an ulp, 2^-4 (E4M3) or 2^-3 (E5M2). FP4 can
+# round such an element to zero (relative error 1).
+MAX_REL_ERR = {"e4m3": 2.0 ** -4, "e5m2": 2.0 ** -3, "fp4": 1.0}
+
+
+def rel_err_bound(recipe):
+    if "e5m2" in recipe:
+        return MAX_REL_ERR["e5m2"]
+    if "fp4" in recipe.split(":")[0]:
+        return MAX_REL_ERR["fp4"]
+    return MAX_REL_ERR["e4m3"]
+
+
+def mxq_bin():
+    path = os.environ.get("MXQ_BIN")
+    if not path or not os.path.isfile(path):
+        pytest.fail(f"MXQ_BIN={path!r} must name the built mxq executable (ctest sets it)")
+    return path
+
+
+def run(*args):
+    return subprocess.run([mxq_bin(), *args], capture_output=True, text=True, timeout=120)
+
+
+def sqnr_bound(recipe):
+    head = recipe.split(":")[0]
+    for prefix in sorted(MIN_SQNR_DB, key=len, reverse=True):
+        if head.startswith(prefix):
+            return MIN_SQNR_DB[prefix]
+    raise AssertionError(f"no SQNR bound for recipe {recipe}")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["demo", "--help"], ["info", "--help"], ["recipe", "--help"]])
+def test_help(args):
+    r = run(*args)
+    assert r.returncode == 0, r.stderr
+    assert "Usage" in r.stdout
+
+
+def test_info_json_lists_backends_with_reasons():
+    r = run("info", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    backends = {b["backend"]: b for b in info["backends"]}
+    assert set(backends) == {"cpu", "cuda-aot", "cuda-jit"}
+    assert backends["cpu"]["available"] is True
+    for b in backends.values():
+        if not b["available"]:
+            assert b["detail"].strip(), f"{b['backend']} is unavailable without a reason"
+    assert "float8_e4m3fn" in info["dtypes"] and "mxfp8" in info["recipes"]
+
+
+DEMO_ARGS = ["demo", "--rows", "64", "--weight-rows", "64", "--cols", "256", "--repeats", "1", "--json"]
+
+
+@pytest.fixture(scope="module")
+def demo_rows():
+    r = run(*DEMO_ARGS)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_demo_has_one_row_per_tensor_and_recipe(demo_rows):
+    keys = [(row["tensor"], row["recipe"]) for row in demo_rows]
+    assert len(keys) == len(set(keys))
+    tensors = {t for t, _ in keys}
+    recipes = {rc for _, rc in keys}
+    assert tensors == {"activation", "weight"}
+    assert len(keys) == 2 * len(recipes)
+    assert {"fp8_tensor", "mxfp8", "mxfp4", "nvfp4"} <= recipes
+
+
+def test_demo_quality_is_sane(demo_rows):
+    for row in demo_rows:
+        sqnr = row["sqnr_db"]
+        assert sqnr is not None and math.isfinite(sqnr), row
+        assert sqnr_bound(row["recipe"]) < sqnr < MAX_SQNR_DB, row
+        assert 0.0 < row["max_rel_err"] <= rel_err_bound(row["recipe"]) * (1 + 1e-6), row
+        assert 4.0 <= row["bits_per_element"] <= 9.0, row
+        assert row["ms"] >= 0.0 and row["backend"] == "cpu", row
+
+
+def test_demo_fp4_costs_half_of_fp8(demo_rows):
+    bits = {(r["tensor"], r["recipe"]): r["bits_per_element"] for r in demo_rows}
+    assert bits[("weight", "mxfp4")] == pytest.approx(4.25)  # 4 + 8/32
+    assert bits[("weight", "mxfp8")] == pytest.approx(8.25)
+    assert bits[("weight", "nvfp4")] == pytest.approx(4.5, abs=0.01)  # 4 + 8/16 + global
+
+
+@pytest.mark.parametrize("recipe, fragment", [
+    ("nonsense", "unknown recipe 'nonsense'"),
+    ("mxfp8:elem=float8_e4m3", "float8_e4m3fn"),
+    ("mxfp8:rounding=up", "rounding=up"),
+])
+def test_invalid_recipe_fails_cleanly(recipe, fragment):
+    r = run("demo", "--rows", "4", "--weight-rows", "4", "--cols", "64", "--repeats", "1", "--json",
+            "--recipe", recipe)
+    assert r.returncode != 0
+    assert r.stdout == ""
+    assert fragment in r.stderr and "error" in r.stderr
+
+
+def test_recipe_subcommand_reports_fp4_bytes_packed():
+    r = run("recipe", "mxfp4", "--rows", "128", "--cols", "256", "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["data"] == {"dtype": "float4_e2m1fn", "shape": [128, 256], "bytes": 128 * 128}
+    assert j["scales"]["bytes"] == 128 * 8
+    assert j["total_bytes"] == 128 * 128 + 128 * 8
