@@ -48,8 +48,10 @@ std::vector<uint32_t> make_input(int64_t rows, int64_t cols, DType dtype) {
     double g = std::sqrt(-2.0 * std::log(uniform())) * std::cos(6.283185307179586 * uniform());
     if (next() % 1000 == 0) g *= 100.0;
     const float f = float(g);
-    if (dtype == DType::float32) f32[i] = f;
-    else u16[i] = dtype == DType::bfloat16 ? mxq::num::float_to_bf16(f) : mxq::num::float_to_fp16(f);
+    if (dtype == DType::float32)
+      f32[i] = f;
+    else
+      u16[i] = dtype == DType::bfloat16 ? mxq::num::float_to_bf16(f) : mxq::num::float_to_fp16(f);
   }
   return words;
 }
@@ -71,8 +73,12 @@ struct Quantized {
   HostBuffer data, scales, col_data, col_scales, global, amax;
   mxq::QuantizedTensor view;
   Quantized(const mxq::Recipe& r, int64_t rows, int64_t cols)
-      : layout(mxq::plan(r, rows, cols)), data(layout.data.bytes), scales(layout.scales.bytes),
-        col_data(layout.col_data.bytes), col_scales(layout.col_scales.bytes), global(layout.global_scale.bytes),
+      : layout(mxq::plan(r, rows, cols)),
+        data(layout.data.bytes),
+        scales(layout.scales.bytes),
+        col_data(layout.col_data.bytes),
+        col_scales(layout.col_scales.bytes),
+        global(layout.global_scale.bytes),
         amax(layout.amax.bytes) {
     view.recipe = r;
     view.rows = rows;
@@ -163,7 +169,10 @@ int main(int argc, char** argv) {
     } else if (a == "--out") {
       out_dtype = mxq::parse_dtype(value(), "--out");
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--rows N] [--cols N] [--runs N] [--filter SUBSTRING|=NAME] [--dtype IN] [--out OUT] [--no-dequantize]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--rows N] [--cols N] [--runs N] [--filter SUBSTRING|=NAME] [--dtype IN] "
+                   "[--out OUT] [--no-dequantize]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -197,8 +206,8 @@ int main(int argc, char** argv) {
   };
   // (recipe, columnwise) pairs to decode to bf16.
   const std::pair<const char*, bool> dequantize_recipes[] = {
-      {"fp8_tensor", false}, {"fp8_block_1x128", false}, {"mxfp8", false},
-      {"mxfp8:dir=col", true}, {"nvfp4", false}, {"mxfp4", false},
+      {"fp8_tensor", false},   {"fp8_block_1x128", false}, {"mxfp8", false},
+      {"mxfp8:dir=col", true}, {"nvfp4", false},           {"mxfp4", false},
   };
 
   std::printf("mxq %s CPU reference, %s input %lldx%lld, dequantize to %s, median of %d runs after a warm-up\n",
@@ -227,7 +236,8 @@ int main(int argc, char** argv) {
     dq.columnwise = columnwise;
     const mxq::TensorView yv = mxq::TensorView::matrix(y.data(), out_dtype, yr, yc);
     const Timing t = median_ms(runs, [&] { mxq::dequantize(q.view, yv, dq); });
-    row(columnwise ? "dequant:col" : "dequantize", text, rows, cols, t, q.layout.total_bytes() + yr * yc * out_elem_bytes);
+    row(columnwise ? "dequant:col" : "dequantize", text, rows, cols, t,
+        q.layout.total_bytes() + yr * yc * out_elem_bytes);
   }
   return 0;
 }

@@ -5,6 +5,8 @@
 #   MXQ_SKIP_BENCH=1 bash scripts/gpu_check.sh   tests and sanitizer only
 #   MXQ_SKIP_PEER=1 ...                           no torch.compile peer (it compiles for minutes)
 #   MXQ_SKIP_SANITIZER=1 ...                      no compute-sanitizer
+#   MXQ_SANITIZERS="memcheck racecheck" ...       which compute-sanitizer tools (default all four)
+#   MXQ_PEER_TIMEOUT=240 ...                      seconds for the torch.compile peer (default 420)
 # Logs go to $OUT (the device tool's folder) or ./gpu-out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,13 +33,15 @@ san() {  # tool, gtest filter
     --gtest_filter="$2" >"$OUT/sanitizer_$1.log" 2>&1
   note "compute-sanitizer $1 ($2): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_$1.log" | tail -1)"
 }
+# MXQ_SANITIZERS picks the tools (default: all four).
 if [ -z "${MXQ_SKIP_SANITIZER:-}" ]; then
-san memcheck '*'
-if [ -z "${MXQ_MEMCHECK_ONLY:-}" ]; then
-san racecheck 'GpuQuantize.BitExactSpecialValues:GpuQuantize.RandomShapes'
-san synccheck 'GpuQuantize.BitExactSpecialValues'
-san initcheck 'GpuQuantize.BitExactSpecialValues'
-fi
+  for tool in ${MXQ_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
+    case $tool in
+      memcheck) san memcheck '*' ;;
+      racecheck) san racecheck 'GpuQuantize.BitExactSpecialValues:GpuQuantize.RandomShapes' ;;
+      *) san "$tool" 'GpuQuantize.BitExactSpecialValues' ;;
+    esac
+  done
 fi
 
 lib="$BUILD/src/cuda/libmxq_cuda.a"
@@ -55,7 +59,7 @@ fi
 
 if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
-  [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout 420 python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
+  [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
 else
   cat "$status"

@@ -119,9 +119,9 @@ def main():
             rows.append({"recipe": name, "shape": shape, "ms": ms, "gbps": nbytes / ms / 1e6,
                          "copy_gbps": copy_gbps})
             print(f"torch.compile {name:24s} {shape:11s} {ms:8.4f} ms {nbytes / ms / 1e6:8.1f} GB/s", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            if args.json:  # after every recipe, so that a time limit keeps what was measured
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -230,8 +230,11 @@ std::string Recipe::name() const {
   for (const auto& p : presets()) {
     if (p.recipe.scheme != scheme) continue;
     const auto d = diff_options(p.recipe, *this);
-    if (d.size() < best_n) {
-      best_n = d.size();
+    // A preset of another element format reads badly ("fp4_block_1x32:elem=float8_e4m3fn"):
+    // prefer one that differs in options only.
+    const size_t cost = d.size() + (p.recipe.elem != elem ? 8 : 0);
+    if (cost < best_n) {
+      best_n = cost;
       best = p.name;
       for (size_t i = 0; i < d.size(); ++i) best += (i ? "," : ":") + d[i];
     }
@@ -278,6 +281,8 @@ void Recipe::validate() const {
         bad("nvfp4 scales are row_major or swizzled_128x4");
       break;
   }
+  if (rounding != MxRounding::rceil && scheme != Scheme::mx)
+    bad("rounding=floor applies to MX recipes only (the other schemes have their own scale rules)");
   if (pow2 && scheme != Scheme::fp8_block && scheme != Scheme::fp8_tensor)
     bad("pow2 applies to fp8_tensor and fp8_block (MX scales are powers of two already)");
   if (!(eps >= 0.0f) || eps > 3.0e38f) bad("eps must be finite and >= 0, got " + fmt_float(eps));

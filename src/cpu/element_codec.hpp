@@ -49,7 +49,7 @@ inline uint8_t encode_satfinite(float p) {
   using G = Geometry<F>;
   constexpr int shift = 23 - G::mbits;
   constexpr uint32_t rebias = uint32_t(127 - G::bias) << 23;
-  constexpr int32_t min_normal_bits = int32_t(uint32_t(128 - G::bias) << 23);      // 2^(1 - bias)
+  constexpr int32_t min_normal_bits = int32_t(uint32_t(128 - G::bias) << 23);         // 2^(1 - bias)
   constexpr uint32_t magic_bits = uint32_t(127 + 23 + 1 - G::bias - G::mbits) << 23;  // 2^(23 + emin_sub)
   const float magic = num::bits_float(magic_bits);
   const uint32_t bits = num::float_bits(p);
@@ -77,12 +77,13 @@ inline uint16_t float_to_bf16(float x) {
 inline uint16_t float_to_fp16(float x) {
   constexpr uint32_t rebias = uint32_t(127 - 15) << 23;
   constexpr int32_t min_normal_bits = int32_t(uint32_t(128 - 15) << 23);  // 2^-14
-  constexpr uint32_t magic_bits = uint32_t(127 - 1) << 23;               // 2^(23 - 24)
+  constexpr uint32_t magic_bits = uint32_t(127 - 1) << 23;                // 2^(23 - 24)
   const uint32_t u = num::float_bits(x);
   const int32_t abs = int32_t(u & num::kF32AbsMask);
   const uint32_t rebased = uint32_t(abs) - rebias;
   const int32_t normal = int32_t((rebased + 0xfffu + ((rebased >> 13) & 1u)) >> 13);
-  const int32_t sub = int32_t(num::float_bits(num::bits_float(uint32_t(abs)) + num::bits_float(magic_bits)) - magic_bits);
+  const int32_t sub =
+      int32_t(num::float_bits(num::bits_float(uint32_t(abs)) + num::bits_float(magic_bits)) - magic_bits);
   int32_t mag = select_i32(abs < min_normal_bits, sub, normal);
   mag = mag > 0x7c00 ? 0x7c00 : mag;  // overflow and Inf
   const int32_t nan = int32_t(0x7e00u | ((uint32_t(abs) >> 13) & 0x3ffu));
@@ -97,7 +98,8 @@ inline float fp16_to_float(uint16_t h) {
   const uint32_t normal = ((e + 112u) << 23) | (m << 13);
   const uint32_t special = num::kF32InfBits | (m << 13);
   const uint32_t sub = num::float_bits(float(int32_t(m)) * 0x1p-24f);
-  const uint32_t mag = uint32_t(select_i32(e == 0x1fu, int32_t(special), select_i32(e == 0u, int32_t(sub), int32_t(normal))));
+  const uint32_t mag =
+      uint32_t(select_i32(e == 0x1fu, int32_t(special), select_i32(e == 0u, int32_t(sub), int32_t(normal))));
   return num::bits_float(sign | mag);
 }
 

@@ -90,9 +90,12 @@ using Elem = std::conditional_t<K == In::f32, float, uint16_t>;
 
 template <In K>
 inline float to_float(Elem<K> v) {
-  if constexpr (K == In::f32) return v;
-  else if constexpr (K == In::bf16) return num::bf16_to_float(v);
-  else return fp16_to_float(v);
+  if constexpr (K == In::f32)
+    return v;
+  else if constexpr (K == In::bf16)
+    return num::bf16_to_float(v);
+  else
+    return fp16_to_float(v);
 }
 
 inline int32_t abs_bits(float x) { return int32_t(num::float_bits(x) & num::kF32AbsMask); }
@@ -124,9 +127,15 @@ float tensor_amax(const Matrix& x) {
     for (int64_t r = b; r < e; ++r) {
       const char* p = row_ptr(x, r);
       switch (input_kind(x.dtype)) {
-        case In::f32: m = max_i32(m, amax_bits<In::f32>(reinterpret_cast<const float*>(p), x.cols)); break;
-        case In::bf16: m = max_i32(m, amax_bits<In::bf16>(reinterpret_cast<const uint16_t*>(p), x.cols)); break;
-        case In::f16: m = max_i32(m, amax_bits<In::f16>(reinterpret_cast<const uint16_t*>(p), x.cols)); break;
+        case In::f32:
+          m = max_i32(m, amax_bits<In::f32>(reinterpret_cast<const float*>(p), x.cols));
+          break;
+        case In::bf16:
+          m = max_i32(m, amax_bits<In::bf16>(reinterpret_cast<const uint16_t*>(p), x.cols));
+          break;
+        case In::f16:
+          m = max_i32(m, amax_bits<In::f16>(reinterpret_cast<const uint16_t*>(p), x.cols));
+          break;
       }
     }
     std::lock_guard<std::mutex> lock(mu);
@@ -263,14 +272,17 @@ struct Job {
 
 // Per-thread scratch, sized once per chunk of work.
 struct Workspace {
-  std::vector<uint8_t> codes;    // (strip_rows, panel_cols) element codes, transposed output only
+  std::vector<uint8_t> codes;     // (strip_rows, panel_cols) element codes, transposed output only
   std::vector<int16_t> colmax16;  // (panel_cols) column maxima of a block row, 16-bit inputs
-  std::vector<int32_t> colmax;   // (panel_cols) column maxima of a block row as fp32 bits
-  std::vector<float> mult;       // (panel_cols) element multipliers of a block row
+  std::vector<int32_t> colmax;    // (panel_cols) column maxima of a block row as fp32 bits
+  std::vector<float> mult;        // (panel_cols) element multipliers of a block row
   BlockScaleCache scale_of;
   explicit Workspace(const Job& j)
-      : codes(j.code_tile ? size_t(j.strip_rows * j.panel_cols) : 0), colmax16(size_t(j.panel_cols)), colmax(size_t(j.panel_cols)),
-        mult(size_t(j.panel_cols)), scale_of(j.rule) {}
+      : codes(j.code_tile ? size_t(j.strip_rows * j.panel_cols) : 0),
+        colmax16(size_t(j.panel_cols)),
+        colmax(size_t(j.panel_cols)),
+        mult(size_t(j.panel_cols)),
+        scale_of(j.rule) {}
 };
 
 // ---- rowwise 1 x G blocks ------------------------------------------------------------------------
@@ -281,17 +293,20 @@ template <ElemFormat F, In K>
 inline void quantize_block(const DirectionPlan& d, Workspace& ws, const Elem<K>* x, int64_t n, int64_t xr, int64_t b,
                            int64_t c0, uint8_t* dst, void* row_scales) {
   const num::BlockScale s = ws.scale_of(amax_bits<K>(x, n));
-  if (!row_scales) d.put_block_scale(xr, 1, b, c0, c0 + n, s.stored);
-  else if (d.fp32_scales) static_cast<uint32_t*>(row_scales)[b] = s.stored;
-  else static_cast<uint8_t*>(row_scales)[b] = uint8_t(s.stored);
+  if (!row_scales)
+    d.put_block_scale(xr, 1, b, c0, c0 + n, s.stored);
+  else if (d.fp32_scales)
+    static_cast<uint32_t*>(row_scales)[b] = s.stored;
+  else
+    static_cast<uint8_t*>(row_scales)[b] = uint8_t(s.stored);
   encode_uniform<F, K>(x, s.multiplier, dst, n);
 }
 
 // Columns [c0, c0 + w) of input row xr (x points at column c0) in 1 x G blocks; c0 is a
 // multiple of G. G is a template parameter for the common sizes (fixed-length loops).
 template <ElemFormat F, In K, int G>
-void quantize_row_blocks(const Job& j, const DirectionPlan& d, Workspace& ws, const Elem<K>* x, int64_t xr,
-                         int64_t c0, int64_t w) {
+void quantize_row_blocks(const Job& j, const DirectionPlan& d, Workspace& ws, const Elem<K>* x, int64_t xr, int64_t c0,
+                         int64_t w) {
   constexpr int64_t per_byte = F == ElemFormat::e2m1 ? 2 : 1;
   const int64_t g = G > 0 ? G : d.bw;
   uint8_t* dst = d.data + (xr * j.x->cols + c0) / per_byte;  // cols and c0 are even for FP4
@@ -321,11 +336,21 @@ void quantize_rows_blockwise(const Job& j, const DirectionPlan& d, Workspace& ws
       continue;
     }
     switch (d.bw) {
-      case 16: quantize_row_blocks<F, K, 16>(j, d, ws, x, xr, c0, w); break;
-      case 32: quantize_row_blocks<F, K, 32>(j, d, ws, x, xr, c0, w); break;
-      case 64: quantize_row_blocks<F, K, 64>(j, d, ws, x, xr, c0, w); break;
-      case 128: quantize_row_blocks<F, K, 128>(j, d, ws, x, xr, c0, w); break;
-      default: quantize_row_blocks<F, K, 0>(j, d, ws, x, xr, c0, w); break;
+      case 16:
+        quantize_row_blocks<F, K, 16>(j, d, ws, x, xr, c0, w);
+        break;
+      case 32:
+        quantize_row_blocks<F, K, 32>(j, d, ws, x, xr, c0, w);
+        break;
+      case 64:
+        quantize_row_blocks<F, K, 64>(j, d, ws, x, xr, c0, w);
+        break;
+      case 128:
+        quantize_row_blocks<F, K, 128>(j, d, ws, x, xr, c0, w);
+        break;
+      default:
+        quantize_row_blocks<F, K, 0>(j, d, ws, x, xr, c0, w);
+        break;
     }
   }
 }
@@ -371,8 +396,8 @@ void block_row_multipliers(const Job& j, const DirectionPlan& d, Workspace& ws, 
 // Writes a code tile (sh, w) with row stride ld, input rows [r0, r0 + sh) and columns
 // [c0, c0 + w), into the transposed output (cols, rows): sh contiguous codes per column.
 template <ElemFormat F>
-void store_transposed(const uint8_t* codes, int64_t ld, int64_t sh, int64_t w, uint8_t* data, int64_t rows,
-                      int64_t r0, int64_t c0) {
+void store_transposed(const uint8_t* codes, int64_t ld, int64_t sh, int64_t w, uint8_t* data, int64_t rows, int64_t r0,
+                      int64_t c0) {
   int64_t c = 0;
   if constexpr (F != ElemFormat::e2m1 && std::endian::native == std::endian::little) {
     // 8 x 8 byte blocks: load 8 rows as 64-bit words, transpose them in registers, store 8 columns.
@@ -465,9 +490,15 @@ void quantize_tiles(const Job& j) {
 template <ElemFormat F>
 void quantize_tiles(const Job& j) {
   switch (input_kind(j.x->dtype)) {
-    case In::f32: quantize_tiles<F, In::f32>(j); break;
-    case In::bf16: quantize_tiles<F, In::bf16>(j); break;
-    case In::f16: quantize_tiles<F, In::f16>(j); break;
+    case In::f32:
+      quantize_tiles<F, In::f32>(j);
+      break;
+    case In::bf16:
+      quantize_tiles<F, In::bf16>(j);
+      break;
+    case In::f16:
+      quantize_tiles<F, In::f16>(j);
+      break;
   }
 }
 
@@ -481,13 +512,16 @@ void quantize(const QuantizeCall& call, const QuantizedTensor& out, const Quanti
   const bool needs_global = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
   if (needs_global || out.amax.data) {
     float amax = 0.0f;
-    if (opt.amax_in) amax = *opt.amax_in;
-    else if (!(opt.scale_in)) amax = tensor_amax(x);
-    else if (out.amax.data) amax = tensor_amax(x);
+    if (opt.amax_in)
+      amax = *opt.amax_in;
+    else if (!(opt.scale_in))
+      amax = tensor_amax(x);
+    else if (out.amax.data)
+      amax = tensor_amax(x);
     if (out.amax.data) *static_cast<float*>(out.amax.data) = amax;
     if (rc.scheme == Scheme::fp8_tensor) {
-      tensor_factor = opt.scale_in ? *opt.scale_in
-                                   : num::fp8_tensor_scale(amax, num::max_finite(rc.elem), rc.eps, rc.pow2);
+      tensor_factor =
+          opt.scale_in ? *opt.scale_in : num::fp8_tensor_scale(amax, num::max_finite(rc.elem), rc.eps, rc.pow2);
       *static_cast<float*>(out.global_scale.data) = num::div_rn(1.0f, tensor_factor);
     } else if (rc.scheme == Scheme::nvfp4) {
       tensor_factor = num::nvfp4_encode_scale(amax);
@@ -505,8 +539,8 @@ void quantize(const QuantizeCall& call, const QuantizedTensor& out, const Quanti
   const int bc = j.tensor_scaled ? 1 : rc.block_cols;
   const bool transposed = rc.column_form == ColumnForm::transposed;
   if (rc.has_rowwise()) {
-    j.dirs.push_back({false, false, br, bc, static_cast<uint8_t*>(out.data.data), out.scales.data,
-                      L.scales.geometry, rc.scale_per_row(), br, fp32_scales});
+    j.dirs.push_back({false, false, br, bc, static_cast<uint8_t*>(out.data.data), out.scales.data, L.scales.geometry,
+                      rc.scale_per_row(), br, fp32_scales});
   }
   if (rc.has_columnwise()) {
     j.dirs.push_back({true, transposed, bc, br, static_cast<uint8_t*>(out.col_data.data), out.col_scales.data,
@@ -532,15 +566,21 @@ void quantize(const QuantizeCall& call, const QuantizedTensor& out, const Quanti
   // first read from L2), a multiple of every block width. Long row segments keep the hardware
   // prefetchers streaming; narrower panels measured slower.
   constexpr int64_t kTileElements = int64_t(1) << 18;
-  const int64_t W = std::min(num::round_up(x.cols, bw_max),
-                             std::max<int64_t>(bw_max, (kTileElements / H) / bw_max * bw_max));
+  const int64_t W =
+      std::min(num::round_up(x.cols, bw_max), std::max<int64_t>(bw_max, (kTileElements / H) / bw_max * bw_max));
   j.strip_rows = H;
   j.panel_cols = W;
   j.code_tile = rc.has_columnwise() && transposed;
   switch (rc.elem) {
-    case ElemFormat::e4m3fn: quantize_tiles<ElemFormat::e4m3fn>(j); break;
-    case ElemFormat::e5m2: quantize_tiles<ElemFormat::e5m2>(j); break;
-    default: quantize_tiles<ElemFormat::e2m1>(j); break;
+    case ElemFormat::e4m3fn:
+      quantize_tiles<ElemFormat::e4m3fn>(j);
+      break;
+    case ElemFormat::e5m2:
+      quantize_tiles<ElemFormat::e5m2>(j);
+      break;
+    default:
+      quantize_tiles<ElemFormat::e2m1>(j);
+      break;
   }
 }
 
@@ -551,7 +591,9 @@ namespace {
 void store_span(const Matrix& y, int64_t r, const float* src) {
   auto* base = static_cast<char*>(y.data) + r * y.row_stride * (dtype_bits(y.dtype) / 8);
   switch (y.dtype) {
-    case DType::float32: std::memcpy(base, src, size_t(y.cols) * 4); break;
+    case DType::float32:
+      std::memcpy(base, src, size_t(y.cols) * 4);
+      break;
     case DType::bfloat16: {
       auto* p = reinterpret_cast<uint16_t*>(base);
       for (int64_t c = 0; c < y.cols; ++c) p[c] = float_to_bf16(src[c]);
@@ -589,8 +631,7 @@ void dequantize(const DequantizeCall& call, const QuantizedTensor& q, bool colum
   auto block_scale_at = [&](int64_t i, int64_t k) {
     const int64_t mn = rc.scale_per_row() ? i : i / rc.block_rows;
     const int64_t off = num::scale_offset(g, mn, k / rc.block_cols);
-    const uint32_t stored =
-        fp32 ? static_cast<const uint32_t*>(scales)[off] : static_cast<const uint8_t*>(scales)[off];
+    const uint32_t stored = fp32 ? static_cast<const uint32_t*>(scales)[off] : static_cast<const uint8_t*>(scales)[off];
     return num::block_decode_scale(rc.scheme, ue8m0, stored);
   };
   const int64_t threads = threads_for(y.rows * y.cols);
@@ -626,7 +667,7 @@ void dequantize(const DequantizeCall& call, const QuantizedTensor& q, bool colum
         }
       }
       for (int64_t c = 0; c < y.cols; ++c)
-        vals[size_t(c)] = num::mul_rn(num::mul_rn(vals[size_t(c)], block[size_t(c)]), global);
+        vals[size_t(c)] = num::canonical_nan(num::mul_rn(num::mul_rn(vals[size_t(c)], block[size_t(c)]), global));
       store_span(y, r, vals.data());
     }
   });
