@@ -45,5 +45,6 @@ struct BackendStatus {
 std::vector<BackendStatus> backend_status();
 
 std::string version();
+std::string build_info();  // build type, compiler, CUDA version and target
 
 }  // namespace mxq

@@ -36,13 +36,13 @@ int run_info(bool as_json) {
     json b = json::array();
     for (const auto& s : st)
       b.push_back({{"backend", mxq::backend_name(s.backend)}, {"available", s.available}, {"detail", s.detail}});
-    std::cout << json{{"version", mxq::version()}, {"backends", b}, {"recipes", mxq::Recipe::preset_names()},
+    std::cout << json{{"version", mxq::version()}, {"build", mxq::build_info()}, {"backends", b}, {"recipes", mxq::Recipe::preset_names()},
                       {"dtypes", mxq::supported_dtype_names()}}
                      .dump(2)
               << "\n";
     return 0;
   }
-  std::printf("mxq %s\n", mxq::version().c_str());
+  std::printf("mxq %s\nbuild: %s\n", mxq::version().c_str(), mxq::build_info().c_str());
   std::printf("backends:\n");
   for (const auto& s : st)
     std::printf("  %-9s %-13s %s\n", mxq::backend_name(s.backend), s.available ? "available" : "unavailable",

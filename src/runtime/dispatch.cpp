@@ -25,6 +25,7 @@ Backend parse_backend(std::string_view name, std::string_view argument) {
 }
 
 std::string version() { return MXQ_VERSION; }
+std::string build_info() { return MXQ_BUILD_INFO; }
 
 void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& options) {
   const QuantizeCall call = check_quantize(x, out, options);
