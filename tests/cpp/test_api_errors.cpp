@@ -268,6 +268,8 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"nvfp4:elem=float8_e4m3fn", {"nvfp4 elements are float4_e2m1fn"}},
       {"fp8_tensor:elem=float4_e2m1fn", {"fp8_tensor needs elem float8_e4m3fn or float8_e5m2"}},
       {"mxfp8:elem=float32", {"elem=float32", "float8_e4m3fn, float8_e5m2 or float4_e2m1fn"}},
+      {"nvfp4:rounding=floor", {"rounding=floor applies to MX recipes only"}},
+      {"fp8_block_1x128:rounding=floor", {"rounding=floor applies to MX recipes only"}},
   };
   for (const auto& [text, fragments] : cases) {
     SCOPED_TRACE(text);
