@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/host_tensor.hpp"
 #include "mxq/mxq.hpp"
 #include "mxq/numerics/formats.h"
 
@@ -57,40 +58,8 @@ std::vector<uint32_t> make_input(int64_t rows, int64_t cols, DType dtype) {
 }
 
 // An owning, 64-byte aligned host buffer.
-struct HostBuffer {
-  std::vector<uint64_t> words;
-  int64_t bytes = 0;
-  explicit HostBuffer(int64_t n = 0) : words(size_t((n + 63) / 8 + 8)), bytes(n) {}
-  void* data() {
-    auto p = reinterpret_cast<uintptr_t>(words.data());
-    return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
-  }
-  mxq::Buffer buffer() { return {bytes ? data() : nullptr, bytes}; }
-};
-
-struct Quantized {
-  mxq::QuantizedLayout layout;
-  HostBuffer data, scales, col_data, col_scales, global, amax;
-  mxq::QuantizedTensor view;
-  Quantized(const mxq::Recipe& r, int64_t rows, int64_t cols)
-      : layout(mxq::plan(r, rows, cols)),
-        data(layout.data.bytes),
-        scales(layout.scales.bytes),
-        col_data(layout.col_data.bytes),
-        col_scales(layout.col_scales.bytes),
-        global(layout.global_scale.bytes),
-        amax(layout.amax.bytes) {
-    view.recipe = r;
-    view.rows = rows;
-    view.cols = cols;
-    view.data = data.buffer();
-    view.scales = scales.buffer();
-    view.col_data = col_data.buffer();
-    view.col_scales = col_scales.buffer();
-    view.global_scale = global.buffer();
-    view.amax = amax.buffer();
-  }
-};
+using mxq::cli::DeviceBuffer;
+using Quantized = mxq::cli::QuantizedBuffers;  // host buffers sized by plan()
 
 double process_cpu_ms() {
   timespec ts{};
@@ -219,25 +188,25 @@ int main(int argc, char** argv) {
   for (const char* text : quantize_recipes) {
     if (!selected(filter, text)) continue;
     const mxq::Recipe r = mxq::Recipe::parse(text);
-    Quantized q(r, rows, cols);
-    const Timing t = median_ms(runs, [&] { mxq::quantize(x, q.view, qo); });
-    row("quantize", text, rows, cols, t, in_bytes + q.layout.total_bytes());
+    Quantized q(r, rows, cols, mxq::Device{});
+    const Timing t = median_ms(runs, [&] { mxq::quantize(x, q.view(), qo); });
+    row("quantize", text, rows, cols, t, in_bytes + q.layout().total_bytes());
   }
   for (const auto& [text, columnwise] : dequantize_recipes) {
     if (!run_dequantize || !selected(filter, text)) continue;
     const mxq::Recipe r = mxq::Recipe::parse(text);
-    Quantized q(r, rows, cols);
-    mxq::quantize(x, q.view, qo);
+    Quantized q(r, rows, cols, mxq::Device{});
+    mxq::quantize(x, q.view(), qo);
     const bool tr = columnwise && r.column_form == mxq::ColumnForm::transposed;
     const int64_t yr = tr ? cols : rows, yc = tr ? rows : cols;
-    HostBuffer y(yr * yc * out_elem_bytes);
+    DeviceBuffer y(mxq::Device{}, yr * yc * out_elem_bytes);
     mxq::DequantizeOptions dq;
     dq.backend = mxq::Backend::cpu;
     dq.columnwise = columnwise;
     const mxq::TensorView yv = mxq::TensorView::matrix(y.data(), out_dtype, yr, yc);
-    const Timing t = median_ms(runs, [&] { mxq::dequantize(q.view, yv, dq); });
+    const Timing t = median_ms(runs, [&] { mxq::dequantize(q.view(), yv, dq); });
     row(columnwise ? "dequant:col" : "dequantize", text, rows, cols, t,
-        q.layout.total_bytes() + yr * yc * out_elem_bytes);
+        q.layout().total_bytes() + yr * yc * out_elem_bytes);
   }
   return 0;
 }
