@@ -16,6 +16,8 @@ fi
 PY=${PYTHON:-python3}
 if ! "$PY" -c "import numpy, ml_dtypes, pytest" >/dev/null 2>&1; then
   echo "setup: installing numpy ml_dtypes pytest" >&2
-  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore numpy ml_dtypes pytest
+  pipi() { "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  # Debian's own python3 refuses pip without --break-system-packages (PEP 668)
+  pipi numpy ml_dtypes pytest 2>/dev/null || pipi --break-system-packages numpy ml_dtypes pytest
 fi
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi

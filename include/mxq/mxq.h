@@ -1,0 +1,177 @@
+/* The mxq C ABI (libmxq.so): quantize and dequantize DLPack tensors from C or any FFI.
+ *
+ * Conventions, for every function below:
+ * - Each returns an mxq_status. On failure mxq_last_error() gives a message naming the
+ *   argument, the value and what was expected, and no output (buffer, out-parameter) has been
+ *   written. No C++ exception crosses this interface.
+ * - Tensors are DLTensors (DLPack). The library never takes ownership of one and never keeps a
+ *   pointer to one after the call returns. `data + byte_offset` is the first element; strides
+ *   are in elements; NULL strides mean contiguous (row-major). Devices: kDLCPU, and kDLCUDA with
+ *   device_id. Dtypes: float32, float16 and bfloat16 for dense tensors; quantized buffers take
+ *   the plan's dtype or uint8 storage of the same byte size (DLPack before 1.1 has no FP8/FP4
+ *   codes; with 1.1 headers float8_e4m3fn, float8_e5m2, float8_e8m0fnu and float4_e2m1fn work).
+ * - Thread safety: every function may be called from any thread. A recipe is immutable after
+ *   mxq_recipe_parse and may be shared between threads; it must not be destroyed while another
+ *   thread uses it. Concurrent calls that write the same buffers are the caller's race.
+ * - Dtype names returned here come from mxq's one dtype table and are torch's / ml_dtypes'
+ *   (float8_e4m3fn, float4_e2m1fn, float8_e8m0fnu, ...); they live as long as the library.
+ */
+#ifndef MXQ_MXQ_H
+#define MXQ_MXQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Mirrors mxq::ErrorCode (include/mxq/error.hpp). */
+typedef enum mxq_status {
+  MXQ_OK = 0,
+  MXQ_ERROR_INVALID_ARGUMENT = 1,    /* bad pointer, shape, dtype, size or option value */
+  MXQ_ERROR_UNSUPPORTED = 2,         /* valid request this build, backend or device cannot serve */
+  MXQ_ERROR_BACKEND_UNAVAILABLE = 3, /* a backend that was asked for cannot run here */
+  MXQ_ERROR_FALLBACK_FORBIDDEN = 4,  /* strict mode refused a fallback */
+  MXQ_ERROR_DEVICE = 5,              /* a CUDA call failed */
+  MXQ_ERROR_INTERNAL = 6             /* a bug, or out of memory */
+} mxq_status;
+
+/* Mirrors mxq::Backend. AUTO picks cpu for host tensors and cuda-aot for CUDA tensors. */
+typedef enum mxq_backend {
+  MXQ_BACKEND_AUTO = 0,
+  MXQ_BACKEND_CPU = 1,
+  MXQ_BACKEND_CUDA_AOT = 2,
+  MXQ_BACKEND_CUDA_JIT = 3
+} mxq_backend;
+
+/* A parsed recipe (scheme, element format, block shape, scale type and layout, ...). */
+typedef struct mxq_recipe_t* mxq_recipe;
+
+/* The message of the last failed call on this thread; "" after a successful call. The pointer
+ * stays valid until the next mxq_* call on this thread. Never NULL. */
+const char* mxq_last_error(void);
+
+/* Parses a recipe: a preset ("mxfp8", "nvfp4", "fp8_block_1x128", ...) with optional options
+ * after a colon ("mxfp8:dir=both,layout=swizzled_128x4").
+ *   text: NUL-terminated recipe text; not kept.
+ *   out:  receives a new handle, owned by the caller, released with mxq_recipe_destroy. */
+mxq_status mxq_recipe_parse(const char* text, mxq_recipe* out);
+
+/* Releases a recipe from mxq_recipe_parse. NULL is a no-op. Not concurrent with its use. */
+void mxq_recipe_destroy(mxq_recipe recipe);
+
+/* The canonical text of a recipe, which mxq_recipe_parse reads back to an equal recipe.
+ *   recipe: a handle from mxq_recipe_parse.
+ *   buf, n: caller's buffer of n bytes for the NUL-terminated text; buf may be NULL when n is 0
+ *           (a size query). If n is too small, nothing is written and INVALID_ARGUMENT returned.
+ *   needed: if not NULL, receives the bytes required including the NUL, also on that error. */
+mxq_status mxq_recipe_name(mxq_recipe recipe, char* buf, size_t n, size_t* needed);
+
+/* One buffer of a quantized tensor. `present` is 0 (and the rest zero, dtype "") when the
+ * recipe has no such buffer. dtype points into the library's dtype table. rows, cols: the
+ * logical shape (FP4 data counts elements; its bytes are half). */
+typedef struct mxq_buffer_spec {
+  const char* dtype;
+  int64_t rows;
+  int64_t cols;
+  int64_t bytes;
+  int present;
+} mxq_buffer_spec;
+
+/* Every output buffer of quantizing a rows x cols matrix with a recipe. */
+typedef struct mxq_layout {
+  int64_t rows, cols;
+  mxq_buffer_spec data, scales;         /* rowwise */
+  mxq_buffer_spec col_data, col_scales; /* columnwise */
+  mxq_buffer_spec global_scale;         /* fp8_tensor: scale_inv; nvfp4: 1 / S_enc (one fp32) */
+  mxq_buffer_spec amax;                 /* fp8_tensor, nvfp4: the tensor amax (one fp32) */
+} mxq_layout;
+
+/* Exact dtypes, shapes and byte sizes of the buffers mxq_quantize writes.
+ *   recipe:     a handle from mxq_recipe_parse.
+ *   rows, cols: the input's matrix shape (leading dimensions collapse into rows); >= 0, and
+ *               cols even for FP4 recipes.
+ *   out:        caller's struct, filled on success. */
+mxq_status mxq_plan(mxq_recipe recipe, int64_t rows, int64_t cols, mxq_layout* out);
+
+/* The buffers of a quantized tensor, as described by mxq_plan. A member is NULL when the
+ * recipe has no such buffer (amax may also be NULL for recipes that only optionally write it).
+ * Each must be contiguous and at least as large as the plan says. The descriptors are read,
+ * never modified; mxq_quantize writes the memory they point to. */
+typedef struct mxq_quantized {
+  const DLTensor* data;
+  const DLTensor* scales;
+  const DLTensor* col_data;
+  const DLTensor* col_scales;
+  const DLTensor* global_scale;
+  const DLTensor* amax;
+} mxq_quantized;
+
+/* Options of mxq_quantize; pass NULL for the defaults (all zero). */
+typedef struct mxq_quantize_options {
+  mxq_backend backend;
+  /* fp8_tensor and nvfp4: use this amax (one float32 on the input's device) instead of
+   * computing it, e.g. a static checkpoint scale. NULL: compute it. */
+  const DLTensor* amax_in;
+  /* fp8_tensor: use this encode scale directly (one float32 on the input's device). */
+  const DLTensor* scale_in;
+  /* A cudaStream_t for CUDA tensors (NULL: the default stream); ignored on the CPU. The one
+   * untyped pointer here, so that this header needs no CUDA headers. */
+  void* stream;
+} mxq_quantize_options;
+
+/* Quantizes input into the buffers of `quantized`. Validates every argument before the
+ * first write. The CPU backend returns when done; a CUDA backend enqueues on options.stream.
+ *   recipe:    a handle from mxq_recipe_parse.
+ *   input:     float32, float16 or bfloat16; 1 to 6 dimensions, the leading ones collapsing to
+ *              rows of one stride; the last dimension contiguous.
+ *   quantized: the output buffers, on the input's device, sized by mxq_plan(rows, cols).
+ *   options:   NULL or options (see mxq_quantize_options). */
+mxq_status mxq_quantize(mxq_recipe recipe, const DLTensor* input, const mxq_quantized* quantized,
+                        const mxq_quantize_options* options);
+
+/* Options of mxq_dequantize; pass NULL for the defaults (all zero). */
+typedef struct mxq_dequantize_options {
+  mxq_backend backend;
+  void* stream; /* cudaStream_t, as in mxq_quantize_options */
+} mxq_dequantize_options;
+
+/* Decodes a quantized tensor into output.
+ *   recipe:     the recipe it was quantized with.
+ *   quantized:  its buffers (read only); only those of the chosen direction are needed.
+ *   rows, cols: the shape of the input it was quantized from.
+ *   output:     float32, float16 or bfloat16 on the buffers' device, of shape (rows, cols), or
+ *               (cols, rows) for columnwise output stored transposed.
+ *   columnwise: 0 decodes the rowwise buffers, 1 the columnwise ones.
+ *   options:    NULL or options. */
+mxq_status mxq_dequantize(mxq_recipe recipe, const mxq_quantized* quantized, int64_t rows, int64_t cols,
+                          DLTensor* output, int columnwise, const mxq_dequantize_options* options);
+
+/* The library version (semantic versioning): each pointer receives one part. */
+mxq_status mxq_version(int* major, int* minor, int* patch);
+
+/* The version as "major.minor.patch"; a static string. */
+const char* mxq_version_string(void);
+
+/* Build type, compiler and CUDA version/target; a static string. */
+const char* mxq_build_info(void);
+
+/* Whether a backend can run here.
+ *   backend:   MXQ_BACKEND_CPU, MXQ_BACKEND_CUDA_AOT or MXQ_BACKEND_CUDA_JIT.
+ *   available: receives 1 or 0.
+ *   detail, n: NULL / 0, or a buffer of n bytes for a NUL-terminated explanation (what it runs
+ *              on, or why not), truncated to fit. */
+mxq_status mxq_backend_available(mxq_backend backend, int* available, char* detail, size_t n);
+
+/* The number of usable CUDA devices; 0 without CUDA (no error).
+ *   count: receives it. */
+mxq_status mxq_cuda_device_count(int* count);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MXQ_MXQ_H */
