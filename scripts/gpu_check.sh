@@ -7,7 +7,8 @@
 #   MXQ_SKIP_SANITIZER=1 ...                      no compute-sanitizer
 #   MXQ_SANITIZERS="memcheck racecheck" ...       which compute-sanitizer tools (default all four)
 #   MXQ_PEER_TIMEOUT=240 ...                      seconds for the torch.compile peer (default 420)
-# Logs go to $OUT (the device tool's folder) or ./gpu-out.
+# Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
+# scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}

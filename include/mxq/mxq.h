@@ -19,10 +19,9 @@
 #ifndef MXQ_MXQ_H
 #define MXQ_MXQ_H
 
+#include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <dlpack/dlpack.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,8 +109,11 @@ typedef struct mxq_quantized {
   const DLTensor* amax;
 } mxq_quantized;
 
-/* Options of mxq_quantize; pass NULL for the defaults (all zero). */
+/* Options of mxq_quantize; pass NULL for the defaults. Option structs only ever grow by
+ * appending fields: `size` tells the library which fields the caller knows, so initialise with
+ * MXQ_QUANTIZE_OPTIONS_INIT (size = sizeof, everything else zero). */
 typedef struct mxq_quantize_options {
+  size_t size; /* sizeof(mxq_quantize_options) as the caller compiled it */
   mxq_backend backend;
   /* fp8_tensor and nvfp4: use this amax (one float32 on the input's device) instead of
    * computing it, e.g. a static checkpoint scale. NULL: compute it. */
@@ -122,6 +124,7 @@ typedef struct mxq_quantize_options {
    * untyped pointer here, so that this header needs no CUDA headers. */
   void* stream;
 } mxq_quantize_options;
+#define MXQ_QUANTIZE_OPTIONS_INIT {sizeof(mxq_quantize_options), MXQ_BACKEND_AUTO, NULL, NULL, NULL}
 
 /* Quantizes input into the buffers of `quantized`. Validates every argument before the
  * first write. The CPU backend returns when done; a CUDA backend enqueues on options.stream.
@@ -133,11 +136,14 @@ typedef struct mxq_quantize_options {
 mxq_status mxq_quantize(mxq_recipe recipe, const DLTensor* input, const mxq_quantized* quantized,
                         const mxq_quantize_options* options);
 
-/* Options of mxq_dequantize; pass NULL for the defaults (all zero). */
+/* Options of mxq_dequantize; pass NULL for the defaults. Initialise with
+ * MXQ_DEQUANTIZE_OPTIONS_INIT (see mxq_quantize_options for `size`). */
 typedef struct mxq_dequantize_options {
+  size_t size; /* sizeof(mxq_dequantize_options) as the caller compiled it */
   mxq_backend backend;
   void* stream; /* cudaStream_t, as in mxq_quantize_options */
 } mxq_dequantize_options;
+#define MXQ_DEQUANTIZE_OPTIONS_INIT {sizeof(mxq_dequantize_options), MXQ_BACKEND_AUTO, NULL}
 
 /* Decodes a quantized tensor into output.
  *   recipe:     the recipe it was quantized with.
