@@ -78,17 +78,19 @@ num::ScaleGeometry direction_scale_geometry(const Recipe& r, int64_t rows, int64
   return g;
 }
 
-QuantizedLayout plan(const Recipe& recipe, int64_t rows, int64_t cols) {
+QuantizedLayout plan(const Recipe& recipe, int64_t rows, int64_t cols) { return plan_for("plan", recipe, rows, cols); }
+
+QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int64_t cols) {
   recipe.validate();
   if (rows < 0 || cols < 0)
-    fail_arg("plan: shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") must be non-negative");
+    fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") must be non-negative");
   const bool fp4 = recipe.elem == ElemFormat::e2m1;
   const std::string name = recipe.name();
   if (fp4 && cols % 2 != 0)
-    fail_arg("quantize: input.shape[1]=" + std::to_string(cols) +
+    fail_arg(std::string(op) + ": input.shape[1]=" + std::to_string(cols) +
              " must be even for float4_e2m1fn (two values per byte), recipe " + name);
   if (fp4 && recipe.has_columnwise() && recipe.column_form == ColumnForm::transposed && rows % 2 != 0)
-    fail_arg("quantize: input.shape[0]=" + std::to_string(rows) +
+    fail_arg(std::string(op) + ": input.shape[0]=" + std::to_string(rows) +
              " must be even for transposed columnwise float4_e2m1fn output (two values per byte), recipe " + name);
   QuantizedLayout L;
   L.rows = rows;

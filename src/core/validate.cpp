@@ -52,7 +52,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
              ") does not match input shape (" + std::to_string(c.x.rows) + ", " + std::to_string(c.x.cols) + ")");
   if (!(out.device == c.x.device))
     fail_arg("quantize: quantized.device=" + out.device.str() + " differs from input.device=" + c.x.device.str());
-  c.layout = plan(out.recipe, c.x.rows, c.x.cols);
+  c.layout = plan_for("quantize", out.recipe, c.x.rows, c.x.cols);
   const std::string name = out.recipe.name();
   check_buffers(out, c.layout, name);
   const bool global = out.recipe.scheme == Scheme::fp8_tensor || out.recipe.scheme == Scheme::nvfp4;
@@ -79,7 +79,7 @@ DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, 
              " is not supported; expected float32, float16 or bfloat16");
   if (!(q.device == c.y.device))
     fail_arg("dequantize: quantized.device=" + q.device.str() + " differs from output.device=" + c.y.device.str());
-  c.layout = plan(q.recipe, q.rows, q.cols);
+  c.layout = plan_for("dequantize", q.recipe, q.rows, q.cols);
   const std::string name = q.recipe.name();
   if (opt.columnwise && !q.recipe.has_columnwise())
     fail_arg("dequantize: options.columnwise is set but recipe " + name + " has no columnwise output");

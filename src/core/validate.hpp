@@ -21,6 +21,8 @@ struct Matrix {
 
 Matrix as_matrix(const TensorView& v, std::string_view arg);
 std::string ptr_str(const void* p);
+// plan() with error messages attributed to `op` (quantize, dequantize, plan).
+QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int64_t cols);
 num::ScaleGeometry direction_scale_geometry(const Recipe& r, int64_t rows, int64_t cols, bool columnwise);
 
 // Validates a quantize call completely (shapes, dtypes, devices, buffer capacities) and returns
