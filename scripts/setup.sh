@@ -14,10 +14,13 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import numpy, ml_dtypes, pytest" >/dev/null 2>&1; then
-  echo "setup: installing numpy ml_dtypes pytest" >&2
+# numpy, ml_dtypes, pytest: the oracle tests; nanobind, scikit-build-core: the Python package's
+# build backend (ctest python_pkg pip-installs this checkout into the build tree).
+if ! "$PY" -c "import numpy, ml_dtypes, pytest, nanobind, scikit_build_core" >/dev/null 2>&1; then
+  echo "setup: installing numpy ml_dtypes pytest nanobind scikit-build-core" >&2
   pipi() { "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
   # Debian's own python3 refuses pip without --break-system-packages (PEP 668)
-  pipi numpy ml_dtypes pytest 2>/dev/null || pipi --break-system-packages numpy ml_dtypes pytest
+  set -- numpy ml_dtypes pytest nanobind scikit-build-core
+  pipi "$@" 2>/dev/null || pipi --break-system-packages "$@"
 fi
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi

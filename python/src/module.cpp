@@ -1,0 +1,177 @@
+// mxq._core: the nanobind extension under the Python package. It only translates: Python
+// ints (addresses, shapes, strides) and strings (recipes, dtype and backend names) into the C++
+// API's TensorView / QuantizedTensor / options, and mxq::Error into Python exceptions. Arrays
+// are allocated and inspected in python/mxq (NumPy now, torch later): every check of shapes,
+// sizes, dtypes and recipes stays in the C++ API, which validates before it writes anything.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/validate.hpp"
+#include "mxq/mxq.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using std::to_string;
+
+// (address, bytes) of one quantized buffer; address 0 means absent.
+using BufferArg = std::tuple<uintptr_t, int64_t>;
+// (dtype name, rows, cols, bytes), or None for a buffer the recipe does not produce.
+using SpecTuple = std::optional<std::tuple<std::string, int64_t, int64_t, int64_t>>;
+
+PyObject* g_unsupported_error = nullptr;
+
+mxq::Buffer buffer_of(const BufferArg& b) {
+  return {reinterpret_cast<void*>(std::get<0>(b)), std::get<0>(b) ? std::get<1>(b) : 0};
+}
+
+mxq::TensorView view_of(uintptr_t address, const std::string& dtype, const std::vector<int64_t>& shape,
+                        const std::vector<int64_t>& strides, const char* arg) {
+  if (shape.size() != strides.size())
+    mxq::fail_arg(std::string(arg) + ": " + to_string(shape.size()) + " dimensions but " + to_string(strides.size()) +
+                  " strides");
+  if (shape.empty() || shape.size() > size_t(mxq::kMaxDims))
+    mxq::fail_arg(std::string(arg) + ".ndim=" + to_string(shape.size()) + " must be in [1, " +
+                  to_string(mxq::kMaxDims) + "]");
+  mxq::TensorView v;
+  v.data = reinterpret_cast<void*>(address);
+  v.dtype = mxq::parse_dtype(dtype, std::string(arg) + ".dtype");
+  v.ndim = int(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    v.shape[i] = shape[i];
+    v.strides[i] = strides[i];
+  }
+  return v;
+}
+
+mxq::QuantizedTensor quantized_of(const mxq::Recipe& r, int64_t rows, int64_t cols, const BufferArg& data,
+                                  const BufferArg& scales, const BufferArg& col_data, const BufferArg& col_scales,
+                                  const BufferArg& global_scale, const BufferArg& amax) {
+  mxq::QuantizedTensor q;
+  q.recipe = r;
+  q.rows = rows;
+  q.cols = cols;
+  q.data = buffer_of(data);
+  q.scales = buffer_of(scales);
+  q.col_data = buffer_of(col_data);
+  q.col_scales = buffer_of(col_scales);
+  q.global_scale = buffer_of(global_scale);
+  q.amax = buffer_of(amax);
+  return q;
+}
+
+// A buffer of an empty input has 0 bytes but still exists (an empty array, not None), so
+// presence follows the recipe, as plan() decides it.
+SpecTuple spec_of(const mxq::BufferSpec& s, bool exists) {
+  if (!exists) return std::nullopt;
+  return std::make_tuple(std::string(mxq::dtype_name(s.dtype)), s.rows, s.cols, s.bytes);
+}
+
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const mxq::Error& e) {
+    switch (e.code()) {
+      case mxq::ErrorCode::invalid_argument: PyErr_SetString(PyExc_ValueError, e.what()); break;
+      case mxq::ErrorCode::unsupported:
+      case mxq::ErrorCode::backend_unavailable: PyErr_SetString(g_unsupported_error, e.what()); break;
+      default: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
+    }
+  }
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "mxq C++ API bindings (private: use the mxq package)";
+
+  g_unsupported_error = PyErr_NewExceptionWithDoc(
+      "mxq.UnsupportedError",
+      "A valid request that this build, backend or device cannot serve (mxq::ErrorCode unsupported or "
+      "backend_unavailable).",
+      PyExc_RuntimeError, nullptr);
+  m.attr("UnsupportedError") = nb::handle(g_unsupported_error);
+  nb::register_exception_translator(translate);
+
+  m.def("version", &mxq::version);
+  m.def("build_info", &mxq::build_info);
+  m.def("backend_status", [] {
+    std::vector<std::tuple<std::string, bool, std::string>> out;
+    for (const auto& s : mxq::backend_status()) out.emplace_back(mxq::backend_name(s.backend), s.available, s.detail);
+    return out;
+  });
+  m.def("preset_names", &mxq::Recipe::preset_names);
+  m.def("dtype_table", [] {
+    int n = 0;
+    const mxq::DTypeInfo* t = mxq::dtype_table(&n);
+    std::vector<std::tuple<std::string, int>> out;
+    for (int i = 0; i < n; ++i) out.emplace_back(t[i].name, t[i].bits);
+    return out;
+  });
+  m.def("parse_dtype", [](const std::string& name) { return std::string(mxq::dtype_name(mxq::parse_dtype(name))); },
+        "name"_a);
+  m.def("recipe_name", [](const std::string& text) { return mxq::Recipe::parse(text).name(); }, "text"_a);
+
+  m.def(
+      "plan",
+      [](const std::string& recipe, int64_t rows, int64_t cols, const std::string& op) {
+        const mxq::Recipe r = mxq::Recipe::parse(recipe);
+        const mxq::QuantizedLayout L = mxq::plan_for(op.c_str(), r, rows, cols);
+        const bool row = r.has_rowwise(), col = r.has_columnwise(), blocks = !r.is_tensor_scaled();
+        return std::make_tuple(r.name(), spec_of(L.data, row), spec_of(L.scales, row && blocks),
+                               spec_of(L.col_data, col), spec_of(L.col_scales, col && blocks),
+                               spec_of(L.global_scale, L.global_scale.present()), spec_of(L.amax, L.amax.present()));
+      },
+      "recipe"_a, "rows"_a, "cols"_a, "op"_a = "plan",
+      "(canonical name, data, scales, col_data, col_scales, global_scale, amax); each spec is "
+      "(dtype, rows, cols, bytes) or None");
+
+  // The caller keeps every array alive for the call; the GIL is released while the backend runs.
+  m.def(
+      "quantize",
+      [](uintptr_t x, const std::string& x_dtype, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+         const std::string& recipe, int64_t rows, int64_t cols, BufferArg data, BufferArg scales, BufferArg col_data,
+         BufferArg col_scales, BufferArg global_scale, BufferArg amax, uintptr_t amax_in, uintptr_t scale_in,
+         const std::string& backend) {
+        const mxq::TensorView v = view_of(x, x_dtype, shape, strides, "input");
+        const mxq::QuantizedTensor q = quantized_of(mxq::Recipe::parse(recipe), rows, cols, data, scales, col_data,
+                                                    col_scales, global_scale, amax);
+        mxq::QuantizeOptions o;
+        o.backend = mxq::parse_backend(backend);
+        o.amax_in = reinterpret_cast<const float*>(amax_in);
+        o.scale_in = reinterpret_cast<const float*>(scale_in);
+        nb::gil_scoped_release release;
+        mxq::quantize(v, q, o);
+      },
+      "x"_a, "x_dtype"_a, "shape"_a, "strides"_a, "recipe"_a, "rows"_a, "cols"_a, "data"_a, "scales"_a,
+      "col_data"_a, "col_scales"_a, "global_scale"_a, "amax"_a, "amax_in"_a, "scale_in"_a, "backend"_a);
+
+  m.def(
+      "dequantize",
+      [](const std::string& recipe, int64_t rows, int64_t cols, BufferArg data, BufferArg scales, BufferArg col_data,
+         BufferArg col_scales, BufferArg global_scale, BufferArg amax, uintptr_t y, const std::string& y_dtype,
+         const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, bool columnwise,
+         const std::string& backend) {
+        const mxq::QuantizedTensor q = quantized_of(mxq::Recipe::parse(recipe), rows, cols, data, scales, col_data,
+                                                    col_scales, global_scale, amax);
+        const mxq::TensorView v = view_of(y, y_dtype, shape, strides, "output");
+        mxq::DequantizeOptions o;
+        o.backend = mxq::parse_backend(backend);
+        o.columnwise = columnwise;
+        nb::gil_scoped_release release;
+        mxq::dequantize(q, v, o);
+      },
+      "recipe"_a, "rows"_a, "cols"_a, "data"_a, "scales"_a, "col_data"_a, "col_scales"_a, "global_scale"_a,
+      "amax"_a, "y"_a, "y_dtype"_a, "shape"_a, "strides"_a, "columnwise"_a, "backend"_a);
+}
