@@ -6,6 +6,8 @@ namespace runtime {
 
 Backend select_backend(Backend requested, const Device& device, const char* op) {
   const bool on_cpu = device.kind == DeviceKind::cpu;
+  if (requested == Backend::cuda_jit)
+    fail(ErrorCode::backend_unavailable, std::string(op) + ": backend cuda-jit is not built yet");
   if (requested == Backend::automatic) return on_cpu ? Backend::cpu : Backend::cuda_aot;
   if (requested == Backend::cpu && !on_cpu)
     fail(ErrorCode::unsupported, std::string(op) + ": backend cpu cannot read tensors on " + device.str() +
@@ -13,8 +15,6 @@ Backend select_backend(Backend requested, const Device& device, const char* op) 
   if (requested != Backend::cpu && on_cpu)
     fail(ErrorCode::unsupported, std::string(op) + ": backend " + backend_name(requested) +
                                      " needs tensors on a CUDA device, got cpu tensors");
-  if (requested == Backend::cuda_jit)
-    fail(ErrorCode::backend_unavailable, std::string(op) + ": backend cuda-jit is not built yet");
   return requested;
 }
 

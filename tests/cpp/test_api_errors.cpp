@@ -246,6 +246,10 @@ TEST(ApiErrors, BackendAndDeviceMismatch) {
   q.device = {DeviceKind::cuda, 0};
   expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.device=cuda:0", "input.device=cpu"}), watch(s.out));
   expect_error([] { parse_backend("cuda"); }, invalid({"unknown backend 'cuda'", "auto, cpu, cuda-aot, cuda-jit"}));
+  QuantizeOptions jit;
+  jit.backend = Backend::cuda_jit;
+  expect_error([&] { quantize(s.input(), s.out.view(), jit); },
+               {ErrorCode::backend_unavailable, {"backend cuda-jit is not built yet"}}, watch(s.out));
 }
 
 // ---- recipes and dtypes -------------------------------------------------------------------------------
