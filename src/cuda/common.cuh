@@ -30,17 +30,14 @@ struct Input<2> {
   __device__ static float to_float(T v) { return num::bf16_to_float(v); }
 };
 
-// Loads 8 consecutive elements as fp32 with one (16-bit types) or two (fp32) 16-byte loads.
-// `p` must be 16-byte aligned.
+// 8 consecutive elements from one 16-byte chunk (16-bit types) or two (fp32), as fp32.
 template <int kDType>
-__device__ __forceinline__ void load8_vec(const typename Input<kDType>::T* p, float (&v)[8]) {
+__device__ __forceinline__ void unpack8(const uint4& a, const uint4& b, float (&v)[8]) {
   if constexpr (kDType == 0) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(p));
-    const float4 b = __ldg(reinterpret_cast<const float4*>(p) + 1);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = __uint_as_float(w[i]);
   } else {
-    const uint4 a = __ldg(reinterpret_cast<const uint4*>(p));
     const unsigned w[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -50,23 +47,18 @@ __device__ __forceinline__ void load8_vec(const typename Input<kDType>::T* p, fl
   }
 }
 
-// 8 elements from a 16-byte aligned shared-memory chunk (32 bytes for fp32).
+// Loads 8 consecutive elements from global memory; `p` must be 16-byte aligned.
+template <int kDType>
+__device__ __forceinline__ void load8_vec(const typename Input<kDType>::T* p, float (&v)[8]) {
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  unpack8<kDType>(__ldg(q), kDType == 0 ? __ldg(q + 1) : uint4{}, v);
+}
+
+// The same from a 16-byte aligned shared-memory chunk (32 bytes for fp32).
 template <int kDType>
 __device__ __forceinline__ void load8_vec_shared(const uint8_t* p, float (&v)[8]) {
-  if constexpr (kDType == 0) {
-    const float4 a = reinterpret_cast<const float4*>(p)[0];
-    const float4 b = reinterpret_cast<const float4*>(p)[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-  } else {
-    const uint4 a = *reinterpret_cast<const uint4*>(p);
-    const unsigned w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = Input<kDType>::to_float((unsigned short)(w[i] & 0xffffu));
-      v[2 * i + 1] = Input<kDType>::to_float((unsigned short)(w[i] >> 16));
-    }
-  }
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  unpack8<kDType>(q[0], kDType == 0 ? q[1] : uint4{}, v);
 }
 
 // Guarded scalar load of up to 8 elements; missing elements read as 0 (no effect on amax).

@@ -131,3 +131,28 @@ def test_recipe_subcommand_reports_fp4_bytes_packed():
     assert j["data"] == {"dtype": "float4_e2m1fn", "shape": [128, 256], "bytes": 128 * 128}
     assert j["scales"]["bytes"] == 128 * 8
     assert j["total_bytes"] == 128 * 128 + 128 * 8
+
+
+def _cuda_usable():
+    info = json.loads(run("info", "--json").stdout)
+    return any(b["backend"] == "cuda-aot" and b["available"] for b in info["backends"])
+
+
+# `mxq demo --backend` really switches: each value changes which backend runs (or refuses).
+def test_demo_backend_switch():
+    small = ("demo", "--rows", "16", "--weight-rows", "16", "--cols", "256", "--repeats", "1",
+             "--recipe", "mxfp8", "--json")
+    cpu = run(*small, "--backend", "cpu")
+    assert cpu.returncode == 0, cpu.stderr
+    assert {r["backend"] for r in json.loads(cpu.stdout)} == {"cpu"}
+    aot = run(*small, "--backend", "cuda-aot")
+    if _cuda_usable():
+        assert aot.returncode == 0, aot.stderr
+        assert {r["backend"] for r in json.loads(aot.stdout)} == {"cuda-aot"}
+    else:
+        assert aot.returncode == 2 and aot.stdout == ""
+        assert "backend cuda-aot needs tensors on a CUDA device" in aot.stderr
+    jit = run(*small, "--backend", "cuda-jit")
+    assert jit.returncode == 2 and "cuda-jit is not built yet" in jit.stderr
+    bad = run(*small, "--backend", "gpu")
+    assert bad.returncode == 2 and "unknown backend 'gpu'" in bad.stderr

@@ -109,8 +109,7 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
   p.row_stride = x.row_stride;
   p.vec_ok = vec_ok;
   p.rule = rc.scale_rule(0.0f);
-  p.br = rc.is_tensor_scaled() ? 1 : rc.block_rows;
-  p.bc = rc.is_tensor_scaled() ? 8 : rc.block_cols;
+  p.two_d = !rc.is_tensor_scaled() && rc.block_rows > 1;
   const TileShape shape = tile_shape(rc);
   p.per_row_scale = rc.scale_per_row();
   p.fp32_scales = rc.scale_type == ScaleType::float32;

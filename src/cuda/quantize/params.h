@@ -11,7 +11,8 @@ struct TileParams {
   int64_t rows, cols, row_stride;  // elements
   bool vec_ok;                     // 16-byte loads: aligned base, row stride and width multiples of 8
   num::ScaleRule rule;             // tensor_factor is filled in on the device for fp8_tensor / nvfp4
-  int br, bc;                      // the recipe's rowwise block (1 x G or 2-D); 0 x 0 for fp8_tensor
+  bool two_d;                      // 2-D blocks (128 x 128, nvfp4_2d's 16 x 16 amax tiles); the
+                                   // block width is the kernel's kBC, the height its kTR
   bool per_row_scale;              // nvfp4_2d: one stored scale per row
   bool fp32_scales;
   const float* amax;               // fp8_tensor / nvfp4: the tensor amax on the device

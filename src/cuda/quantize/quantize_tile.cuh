@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(256, kTR >= 64 ? 2 : 4) quantize_tile_kernel(c
     }
 
     // ---- column maxima (columnwise blocks and 2-D blocks)
-    const bool two_d = p.br > 1;
+    const bool two_d = p.two_d;
     if (!tensor_scaled && (p.col || two_d)) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
