@@ -7,6 +7,8 @@
 #   MXQ_SKIP_SANITIZER=1 ...                      no compute-sanitizer
 #   MXQ_SANITIZERS="memcheck racecheck" ...       which compute-sanitizer tools (default all four)
 #   MXQ_PEER_TIMEOUT=240 ...                      seconds for the torch.compile peer (default 420)
+#   MXQ_NCU="mxfp8 nvfp4" ...                     ncu profile of one launch per recipe
+#   MXQ_SASS=REGEX ...                            SASS of the matching bf16 fast kernels
 # Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
 # scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
 set -uo pipefail
@@ -49,12 +51,18 @@ lib="$BUILD/src/cuda/libmxq_cuda.a"
 cuobjdump --dump-resource-usage "$lib" >"$OUT/resource_usage.txt" 2>&1
 note "sass: F2FP (fp8 cvt) instructions: $(cuobjdump -sass "$lib" 2>/dev/null | grep -c F2FP); local-memory (LDL/STL): $(cuobjdump -sass "$lib" 2>/dev/null | grep -cE '\b(LDL|STL)(\.[A-Z0-9]+)*\s'); max REG: $(grep -oE 'REG:[0-9]+' "$OUT/resource_usage.txt" | sort -t: -k2 -n | tail -1)"
 
+if [ -n "${MXQ_SASS:-}" ]; then  # MXQ_SASS=REGEX: SASS of the matching bf16 fast kernels
+  cuobjdump -sass "$BUILD/src/cuda/CMakeFiles/mxq_cuda.dir/quantize/fast_bf16.cu.o" 2>&1 |
+    awk -v pat="$MXQ_SASS" '/Function :/ {keep = ($0 ~ pat)} keep' >"$OUT/sass.txt"
+  note "sass dump: $(grep -c 'Function :' "$OUT/sass.txt") functions in sass.txt"
+fi
+
 if [ -n "${MXQ_NCU:-}" ]; then  # MXQ_NCU="mxfp8 nvfp4 ...": one profiled tile-kernel launch each
   for r in $MXQ_NCU; do
-    ncu --clock-control none -k regex:quantize_tile --launch-skip 2 --launch-count 1 \
-      --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+    ncu --clock-control none -k regex:quantize_ --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats --section InstructionStats \
       "$BUILD/bench/gpu/bench_quantize_gpu" --only "$r" >"$OUT/ncu_${r//[^a-z0-9_]/_}.txt" 2>&1
-    note "ncu $r: $(grep -E 'Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per' "$OUT/ncu_${r//[^a-z0-9_]/_}.txt" | tr -s ' ' | tr '\n' ';')"
+    note "ncu $r: $(grep -E 'Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Instructions |Issue Slots Busy' "$OUT/ncu_${r//[^a-z0-9_]/_}.txt" | tr -s ' ' | tr '\n' ';')"
   done
 fi
 

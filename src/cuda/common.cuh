@@ -68,35 +68,144 @@ __device__ __forceinline__ void load8_scalar(const typename Input<kDType>::T* p,
   for (int i = 0; i < 8; ++i) v[i] = i < n ? Input<kDType>::to_float(p[i]) : 0.0f;
 }
 
+// ---- packed maxima. amax_words: max(|a|, |b|) per element, NaN-propagating, on the words as
+// loaded (pairs of 16-bit values, or fp32); the sign bits of the result are garbage (xorsign),
+// and half_bits() clears them.
+template <int kDType>
+__device__ __forceinline__ uint32_t amax_words(uint32_t a, uint32_t b) {
+  uint32_t r;
+  if constexpr (kDType == 2) {
+    asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  } else if constexpr (kDType == 1) {
+    asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  } else {
+    r = num::max_u32(a & 0x7fffffffu, b & 0x7fffffffu);  // abs bits order like the values; NaN on top
+  }
+  return r;
+}
+
+// fp32 abs bits of half h of a packed maximum (16-bit types) or of the word itself (fp32).
+template <int kDType>
+__device__ __forceinline__ uint32_t half_bits(uint32_t m, int h) {
+  if constexpr (kDType == 2) return (h ? (m & 0xffff0000u) : (m << 16)) & 0x7fffffffu;
+  else if constexpr (kDType == 1) {
+    return __float_as_uint(__half2float(__ushort_as_half((unsigned short)(h ? m >> 16 : m & 0xffffu)))) & 0x7fffffffu;
+  } else {
+    return m & 0x7fffffffu;
+  }
+}
+
+// Element j of 8 as fp32 (exact widening).
+template <int kDType>
+__device__ __forceinline__ float element(const uint32_t (&w)[kDType == 0 ? 8 : 4], int j) {
+  if constexpr (kDType == 0) return __uint_as_float(w[j]);
+  else if constexpr (kDType == 2) return __uint_as_float(j & 1 ? (w[j / 2] & 0xffff0000u) : (w[j / 2] << 16));
+  else return __half2float(__ushort_as_half((unsigned short)(j & 1 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu)));
+}
+
+template <int kDType>
+__device__ __forceinline__ void elements(const uint32_t (&w)[kDType == 0 ? 8 : 4], float (&v)[8]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = element<kDType>(w, j);
+}
+
+// fp32 abs bits of the maximum of 8 elements.
+template <int kDType>
+__device__ __forceinline__ uint32_t amax8_bits(const uint32_t (&w)[kDType == 0 ? 8 : 4]) {
+  constexpr int kW = kDType == 0 ? 8 : 4;
+  uint32_t m = w[0];
+#pragma unroll
+  for (int k = 1; k < kW; ++k) m = amax_words<kDType>(m, w[k]);
+  if constexpr (kDType == 0) return m & 0x7fffffffu;
+  else return num::max_u32(half_bits<kDType>(m, 0), half_bits<kDType>(m, 1));
+}
+
 // Eight codes packed as stored: FP8 in x (elements 0-3) and y (4-7), byte i = element i; FP4 in
-// x, nibble i = element i. Equal to num::quantize_element per element: the FP8 path converts
-// pairs with one cvt, and a NaN product (only in a NaN block) becomes the hardware's canonical
-// NaN 0x7F, which is num::quantized_nan_code.
+// x, nibble i = element i. `p` holds the products x * multiplier. FP8 converts pairs with one
+// cvt, and a NaN product becomes the hardware's canonical NaN 0x7F, which is
+// num::quantized_nan_code. E2M1 has no NaN: the callers zero the codes of NaN blocks.
 template <num::ElemFormat kElem>
-__device__ __forceinline__ uint2 quantize8(const float (&v)[8], float m) {
+__device__ __forceinline__ uint2 encode8(const float (&p)[8]) {
   uint2 out;
   if constexpr (kElem == num::ElemFormat::e2m1) {
     unsigned w = 0;
-    const bool nan_block = num::is_nan(m);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) w |= unsigned(num::encode_e2m1_satfinite(num::mul_rn(v[i], m))) << (4 * i);
-    out.x = nan_block ? 0u : w;
+    for (int i = 0; i < 8; ++i) w |= unsigned(num::encode_e2m1_satfinite(p[i])) << (4 * i);
+    out.x = w;
     out.y = 0;
   } else {
     unsigned h[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const float lo = num::mul_rn(v[2 * k], m), hi = num::mul_rn(v[2 * k + 1], m);
       unsigned short r;
       if constexpr (kElem == num::ElemFormat::e4m3fn) {
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(p[2 * k + 1]), "f"(p[2 * k]));
       } else {
-        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(p[2 * k + 1]), "f"(p[2 * k]));
       }
       h[k] = r;
     }
     out.x = h[0] | (h[1] << 16);
     out.y = h[2] | (h[3] << 16);
+  }
+  return out;
+}
+
+// E2M1 satfinite codes of two values given as an f16 pair (low half -> bits 0-3, high half ->
+// bits 16-19), for values whose f16 rounding cannot change their E2M1 code: products of a 16-bit
+// input and a power of two are exact in f16 down to 2^-14, and anything smaller is code 0 either
+// way; f16 overflow gives Inf, which saturates to 6 like the fp32 value would. The rounding is
+// the fp32 encoder's magic-number addition, done on both halves at once: |h| is clamped to 6,
+// and adding 2^(9 + binade) rounds it to nearest even on E2M1's quantum there (0.5, 1 or 2).
+__device__ __forceinline__ uint32_t e2m1x2_from_f16x2(uint32_t h) {
+  uint32_t a, e, sum;
+  asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(0x46004600u));
+  asm("max.f16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(0x3c003c00u));  // binade start, at least 1
+  const uint32_t magic = (e & 0x7c007c00u) + 0x24002400u;             // 2^9, 2^10 or 2^11 per half
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
+  // code = quanta above magic + first code of the binade (0, 2, 4 = (magic >> 9) - 48); no
+  // borrow crosses the halves because every term is smaller than its half of `sum`.
+  const uint32_t code = sum - (magic - (magic >> 9) + 0x00300030u);
+  return code | ((h >> 12) & 0x00080008u);
+}
+
+// FP4 codes of 8 values with one power-of-two multiplier (see e2m1x2_from_f16x2), nibble i =
+// value i; a NaN multiplier (NaN block) gives code 0.
+__device__ __forceinline__ uint32_t quantize8_e2m1_pow2(const float (&v)[8], float m) {
+  uint32_t bytes[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint32_t h;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(num::mul_rn(v[2 * k + 1], m)), "f"(num::mul_rn(v[2 * k], m)));
+    const uint32_t c = e2m1x2_from_f16x2(h);
+    bytes[k] = c | (c >> 12);  // byte 0 = both nibbles
+  }
+  const uint32_t w = __byte_perm(__byte_perm(bytes[0], bytes[1], 0x0040), __byte_perm(bytes[2], bytes[3], 0x0040), 0x5410);
+  return num::is_nan(m) ? 0u : w;
+}
+
+// quantize_element of eight values with one multiplier (a NaN multiplier marks a NaN block).
+template <num::ElemFormat kElem>
+__device__ __forceinline__ uint2 quantize8(const float (&v)[8], float m) {
+  float p[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) p[i] = num::mul_rn(v[i], m);
+  uint2 out = encode8<kElem>(p);
+  if constexpr (kElem == num::ElemFormat::e2m1) out.x = num::is_nan(m) ? 0u : out.x;
+  return out;
+}
+
+// The same with one multiplier per element (columnwise blocks in the input's orientation).
+template <num::ElemFormat kElem>
+__device__ __forceinline__ uint2 quantize8_each(const float (&v)[8], const float (&m)[8]) {
+  float p[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) p[i] = num::mul_rn(v[i], m[i]);
+  uint2 out = encode8<kElem>(p);
+  if constexpr (kElem == num::ElemFormat::e2m1) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (num::is_nan(m[i])) out.x &= ~(0xfu << (4 * i));
   }
   return out;
 }
@@ -131,14 +240,21 @@ __device__ __forceinline__ void store8_packed(uint8_t* data, int64_t idx, uint2 
   }
 }
 
+// Stores one block scale: an fp32 word, or one byte (1-byte scales and packed_ue8m0).
+__device__ __forceinline__ void store_scale(void* scales, int64_t off, bool fp32_word, uint32_t stored) {
+  if (fp32_word) static_cast<uint32_t*>(scales)[off] = stored;
+  else static_cast<uint8_t*>(scales)[off] = uint8_t(stored);
+}
+
 __device__ __forceinline__ void put_scale(void* scales, const num::ScaleGeometry& g, bool fp32, int64_t i, int64_t j,
                                           uint32_t stored) {
-  const int64_t off = num::scale_offset(g, i, j);
-  if (fp32 && g.layout != num::ScaleLayout::packed_ue8m0) {
-    static_cast<uint32_t*>(scales)[off] = stored;
-  } else {
-    static_cast<uint8_t*>(scales)[off] = uint8_t(stored);
-  }
+  store_scale(scales, num::scale_offset(g, i, j), fp32 && g.layout != num::ScaleLayout::packed_ue8m0, stored);
+}
+
+template <num::ScaleLayout L>
+__device__ __forceinline__ void put_scale_for(void* scales, const num::ScaleGeometry& g, bool fp32, int64_t i,
+                                              int64_t j, uint32_t stored) {
+  store_scale(scales, num::scale_offset_for<L>(g, i, j), fp32 && L != num::ScaleLayout::packed_ue8m0, stored);
 }
 
 }  // namespace mxq::cuda

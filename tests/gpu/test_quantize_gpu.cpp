@@ -32,13 +32,29 @@ bool small_only() { return std::getenv("MXQ_GPU_TEST_SMALL") != nullptr; }
   if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device: " << backend_status()[1].detail
 
 // ---- case generation (separate from the checks)
-enum class Values { normal_outliers, special };
+// all16_*: every finite fp16 / bf16 value with |x| <= 6, one per element, each 32-element block
+// led by a 6 so that MX and pow2 scales give the multiplier 1: the FP4 codes of every input.
+enum class Values { normal_outliers, special, all16_fp16, all16_bf16 };
+
+std::vector<float> all16_le6(bool fp16) {
+  std::vector<float> v;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float x = fp16 ? num::fp16_to_float(uint16_t(h)) : num::bf16_to_float(uint16_t(h));
+    if (std::fabs(x) <= 6.0f) v.push_back(x);  // false for NaN
+  }
+  return v;
+}
 
 std::vector<float> make_values(int64_t rows, int64_t cols, Values kind, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::uniform_real_distribution<float> ud(0.0f, 1.0f);
   std::vector<float> x(size_t(rows * cols));
+  if (kind == Values::all16_fp16 || kind == Values::all16_bf16) {
+    const std::vector<float> all = all16_le6(kind == Values::all16_fp16);
+    for (size_t i = 0, k = 0; i < x.size(); ++i) x[i] = i % 32 == 0 ? 6.0f : all[k++ % all.size()];
+    return x;
+  }
   for (auto& v : x) v = nd(rng);
   for (int64_t i = 0; i < rows * cols / 97 + 1; ++i) x[size_t(rng() % x.size())] *= 300.0f * ud(rng);  // outliers
   if (kind == Values::special) {
@@ -208,6 +224,18 @@ TEST(GpuQuantize, BitExactSpecialValues) {
         check_case(r, dt, s, Values::special, seed++);
         if (HasFatalFailure()) return;
       }
+}
+
+// The FP4 encoders (fp32 and the f16 pair path of power-of-two multipliers) on every 16-bit
+// input up to 6, rowwise and transposed columnwise.
+TEST(GpuQuantize, BitExactEveryFp4Input) {
+  REQUIRE_GPU();
+  for (const char* r : {"mxfp4:dir=both", "fp4_block_1x32:pow2=1", "fp4_block_1x32", "nvfp4"}) {
+    check_case(r, DType::float16, Shape{32, 32 * 32 * 38}, Values::all16_fp16, 0);  // each row holds every value
+    if (HasFatalFailure()) return;
+    check_case(r, DType::bfloat16, Shape{32, 32 * 32 * 34}, Values::all16_bf16, 0);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST(GpuQuantize, BitExactStridedRows) {

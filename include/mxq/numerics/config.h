@@ -102,6 +102,14 @@ MXQ_HD float div_rn(float a, float b) {
   return a / b;
 #endif
 }
+// 1 / x, correctly rounded (the GPU's reciprocal is cheaper than its division).
+MXQ_HD float rcp_rn(float x) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(x);
+#else
+  return 1.0f / x;
+#endif
+}
 MXQ_HD float add_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fadd_rn(a, b);

@@ -36,16 +36,27 @@ MXQ_HD int64_t scale_storage_units(const ScaleGeometry& g) {
   }
 }
 
-// Storage unit holding scale (i, j), i < mn, j < kb.
+// Storage unit holding scale (i, j), i < mn, j < kb; the layout as a template argument.
+template <ScaleLayout L>
+MXQ_HD int64_t scale_offset_for(const ScaleGeometry& g, int64_t i, int64_t j) {
+  if constexpr (L == ScaleLayout::row_major) {
+    return g.kb_outer ? j * g.mn + i : i * g.kb + j;
+  } else if constexpr (L == ScaleLayout::mn_major_tma) {
+    return j * round_up(g.mn, 4) + i;
+  } else if constexpr (L == ScaleLayout::packed_ue8m0) {
+    return ((j / 4) * round_up(g.mn, 4) + i) * 4 + (j % 4);
+  } else {
+    const int64_t kb4 = round_up(g.kb, 4) / 4;
+    return ((i / 128) * kb4 + j / 4) * 512 + (i % 32) * 16 + ((i % 128) / 32) * 4 + j % 4;
+  }
+}
+
 MXQ_HD int64_t scale_offset(const ScaleGeometry& g, int64_t i, int64_t j) {
   switch (g.layout) {
-    case ScaleLayout::row_major: return g.kb_outer ? j * g.mn + i : i * g.kb + j;
-    case ScaleLayout::mn_major_tma: return j * round_up(g.mn, 4) + i;
-    case ScaleLayout::packed_ue8m0: return ((j / 4) * round_up(g.mn, 4) + i) * 4 + (j % 4);
-    default: {
-      const int64_t kb4 = round_up(g.kb, 4) / 4;
-      return ((i / 128) * kb4 + j / 4) * 512 + (i % 32) * 16 + ((i % 128) / 32) * 4 + j % 4;
-    }
+    case ScaleLayout::row_major: return scale_offset_for<ScaleLayout::row_major>(g, i, j);
+    case ScaleLayout::mn_major_tma: return scale_offset_for<ScaleLayout::mn_major_tma>(g, i, j);
+    case ScaleLayout::packed_ue8m0: return scale_offset_for<ScaleLayout::packed_ue8m0>(g, i, j);
+    default: return scale_offset_for<ScaleLayout::swizzled_128x4>(g, i, j);
   }
 }
 

@@ -97,7 +97,7 @@ MXQ_HD float fp8_block_scale(float amax, float fmax, float eps, bool pow2) {
 // Element multiplier for a decode scale s: min(1 / s, FLT_MAX); NaN stays NaN.
 MXQ_HD float reciprocal_multiplier(float s) {
   if (is_nan(s)) return s;
-  const float r = div_rn(1.0f, s);
+  const float r = rcp_rn(s);
   return is_inf(r) ? flt_max() : r;
 }
 
@@ -157,7 +157,7 @@ MXQ_HD float nvfp4_encode_scale(float global_amax) {
 }
 
 // The global decode scale stored with the tensor (ModelOpt's weight_scale_2).
-MXQ_HD float nvfp4_decode_scale(float s_enc) { return div_rn(1.0f, s_enc); }
+MXQ_HD float nvfp4_decode_scale(float s_enc) { return rcp_rn(s_enc); }
 
 MXQ_HD uint8_t nvfp4_block_scale_code(float amax, float s_enc) {
   if (is_nan(amax)) return kUE4M3NaN;
@@ -169,7 +169,7 @@ MXQ_HD uint8_t nvfp4_block_scale_code(float amax, float s_enc) {
 MXQ_HD float nvfp4_multiplier(uint8_t scale_code, float s_dec) {
   if ((scale_code & 0x7fu) == kUE4M3NaN) return quiet_nan();
   const float d = mul_rn(decode(scale_code, ElemFormat::e4m3fn), s_dec);
-  return fmin_ignore_nan(div_rn(1.0f, d), flt_max());
+  return fmin_ignore_nan(rcp_rn(d), flt_max());
 }
 
 }  // namespace mxq::num
@@ -200,21 +200,30 @@ struct BlockScale {
   uint32_t stored;   // fp32 bits (fp8_block fp32) or a 1-byte code; unused for fp8_tensor
 };
 
+// The scheme as a template argument: specialised kernels call this directly, so that only
+// their scheme's arithmetic is compiled in.
+template <Scheme S>
+MXQ_HD BlockScale block_scale_for(const ScaleRule& r, float amax) {
+  if constexpr (S == Scheme::fp8_tensor) {
+    return {r.tensor_factor, 0u};
+  } else if constexpr (S == Scheme::fp8_block) {
+    const float s = fp8_block_scale(amax, max_finite(r.elem), r.eps, r.pow2);
+    return {reciprocal_multiplier(s), r.ue8m0_out ? uint32_t(pow2_scale_to_e8m0(s)) : float_bits(s)};
+  } else if constexpr (S == Scheme::mx) {
+    const uint8_t code = mx_scale_code(amax, r.elem, r.rounding);
+    return {mx_multiplier(code), code};
+  } else {
+    const uint8_t code = nvfp4_block_scale_code(amax, r.tensor_factor);
+    return {nvfp4_multiplier(code, r.tensor_decode), code};
+  }
+}
+
 MXQ_HD BlockScale block_scale(const ScaleRule& r, float amax) {
   switch (r.scheme) {
-    case Scheme::fp8_tensor: return {r.tensor_factor, 0u};
-    case Scheme::fp8_block: {
-      const float s = fp8_block_scale(amax, max_finite(r.elem), r.eps, r.pow2);
-      return {reciprocal_multiplier(s), r.ue8m0_out ? uint32_t(pow2_scale_to_e8m0(s)) : float_bits(s)};
-    }
-    case Scheme::mx: {
-      const uint8_t code = mx_scale_code(amax, r.elem, r.rounding);
-      return {mx_multiplier(code), code};
-    }
-    default: {
-      const uint8_t code = nvfp4_block_scale_code(amax, r.tensor_factor);
-      return {nvfp4_multiplier(code, r.tensor_decode), code};
-    }
+    case Scheme::fp8_tensor: return block_scale_for<Scheme::fp8_tensor>(r, amax);
+    case Scheme::fp8_block: return block_scale_for<Scheme::fp8_block>(r, amax);
+    case Scheme::mx: return block_scale_for<Scheme::mx>(r, amax);
+    default: return block_scale_for<Scheme::nvfp4>(r, amax);
   }
 }
 

@@ -5,9 +5,13 @@
 namespace mxq::cuda {
 
 template <int kDType>
-void launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,
+cudaError_t launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,
                  bool vec_ok, unsigned* out) {
-  amax_kernel<kDType><<<grid, 256, 0, stream>>>(x, rows, cols, row_stride, vec_ok, out);
+  // grid (0, 0): one CTA that writes *out directly (small inputs); else *out was zeroed
+  return grid.x == 0 ? pdl_launch(amax_small_kernel<kDType>, dim3(1), dim3(1024), stream, x, rows, cols,
+                                                 row_stride, vec_ok, out)
+                                    : pdl_launch(amax_kernel<kDType>, grid, dim3(128), stream, x, rows, cols,
+                                                 row_stride, vec_ok, out);
 }
 
 // The output dtype of dequantize shares the 0/1/2 numbering of the inputs.
@@ -22,7 +26,7 @@ void launch_dequantize(num::ElemFormat elem, dim3 grid, cudaStream_t stream, con
 }
 
 #define MXQ_INSTANTIATE(D)                                                                              \
-  template void launch_amax<D>(dim3, cudaStream_t, const void*, int64_t, int64_t, int64_t, bool, unsigned*); \
+  template cudaError_t launch_amax<D>(dim3, cudaStream_t, const void*, int64_t, int64_t, int64_t, bool, unsigned*); \
   template void launch_dequantize<D>(num::ElemFormat, dim3, cudaStream_t, const DequantParams&);
 MXQ_INSTANTIATE(0)
 MXQ_INSTANTIATE(1)

@@ -6,7 +6,8 @@
 #pragma once
 
 #include "cuda/common.cuh"
-#include "cuda/quantize/params.h"
+#include "cuda/pdl.cuh"
+#include "cuda/quantize/prepare.cuh"
 
 namespace mxq::cuda {
 
@@ -50,21 +51,8 @@ __global__ void __launch_bounds__(256, kTR >= 64 ? 2 : 4) quantize_tile_kernel(c
 
   const int t = threadIdx.x, cc = t & 15, rg = t >> 4;
 
-  num::ScaleRule rule = p.rule;
-  const bool tensor_scaled = rule.scheme == num::Scheme::fp8_tensor;
-  if (tensor_scaled) {
-    rule = num::with_tensor_factor(
-        rule, p.scale_in ? *p.scale_in : num::fp8_tensor_scale(*p.amax, num::max_finite(kElem), rule.eps, rule.pow2));
-  } else if (rule.scheme == num::Scheme::nvfp4) {
-    rule = num::with_tensor_factor(rule, num::nvfp4_encode_scale(num::amax_from_bits(num::abs_bits(*p.amax))));
-  }
-  if (blockIdx.x == 0 && t == 0) {
-    if (p.global_scale_out) {
-      *p.global_scale_out = tensor_scaled ? num::div_rn(1.0f, rule.tensor_factor)
-                                          : num::nvfp4_decode_scale(rule.tensor_factor);
-    }
-    if (p.amax_canonical && num::is_nan(*p.amax_canonical)) *p.amax_canonical = num::quiet_nan();
-  }
+  const bool tensor_scaled = p.rule.scheme == num::Scheme::fp8_tensor;
+  const num::ScaleRule rule = prepare_rule(p, kElem);
 
   // 32-bit tile indices: 64-bit division costs dozens of instructions per tile.
   const uint32_t tiles_x = uint32_t((p.cols + kTC - 1) / kTC);
@@ -264,32 +252,96 @@ __global__ void __launch_bounds__(256, kTR >= 64 ? 2 : 4) quantize_tile_kernel(c
   if (p.vec_ok) cp_async_wait<0>();
 }
 
-// Tensor amax (max |x| with NaN propagation) into *out, which the caller zeroed.
+// Maximum over the CTA (at most kWarps warps), valid in thread 0.
+template <int kWarps>
+__device__ __forceinline__ uint32_t cta_max(uint32_t m) {
+  for (int off = 16; off > 0; off >>= 1) m = num::max_u32(m, __shfl_xor_sync(0xffffffffu, m, off));
+  __shared__ uint32_t warp_max[kWarps];
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < int(blockDim.x >> 5); ++w) m = num::max_u32(m, warp_max[w]);
+  return m;
+}
+
+// Tensor amax (max |x| with NaN propagation) into *out, which the caller zeroed. A thread owns
+// 8 columns and walks rows blockIdx.y, blockIdx.y + gridDim.y, ... four at a time; the maxima
+// stay packed (pairs of 16-bit values) until the end.
 template <int kDType>
-__global__ void __launch_bounds__(256) amax_kernel(const void* x, int64_t rows, int64_t cols, int64_t row_stride,
+__global__ void __launch_bounds__(128) amax_kernel(const void* x, int64_t rows, int64_t cols, int64_t row_stride,
                                                   bool vec_ok, unsigned* out) {
+  pdl_begin();
   using T = typename Input<kDType>::T;
-  const int64_t chunks_per_row = (cols + 7) / 8;
-  const int64_t total = rows * chunks_per_row;
+  constexpr int kW = kDType == 0 ? 8 : 4;
+  const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
+  const T* base = static_cast<const T*>(x) + c0;
   uint32_t m = 0;
-  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < total; q += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = q / chunks_per_row, c0 = (q % chunks_per_row) * 8;
+  if (c0 < cols) {
     const int n = cols - c0 >= 8 ? 8 : int(cols - c0);
-    const T* src = static_cast<const T*>(x) + r * row_stride + c0;
+    const int64_t gy = gridDim.y;
+    int64_t r = blockIdx.y;
+    if (vec_ok && n == 8) {
+      uint32_t acc = 0;
+      for (; r + 3 * gy < rows; r += 4 * gy) {
+        uint4 q[4][kW / 4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int h = 0; h < kW / 4; ++h) q[u][h] = __ldg(reinterpret_cast<const uint4*>(base + (r + u * gy) * row_stride) + h);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int h = 0; h < kW / 4; ++h) {
+            acc = amax_words<kDType>(acc, q[u][h].x);
+            acc = amax_words<kDType>(acc, q[u][h].y);
+            acc = amax_words<kDType>(acc, q[u][h].z);
+            acc = amax_words<kDType>(acc, q[u][h].w);
+          }
+      }
+      for (; r < rows; r += gy) {
+#pragma unroll
+        for (int h = 0; h < kW / 4; ++h) {
+          const uint4 q = __ldg(reinterpret_cast<const uint4*>(base + r * row_stride) + h);
+          acc = amax_words<kDType>(acc, amax_words<kDType>(q.x, q.y));
+          acc = amax_words<kDType>(acc, amax_words<kDType>(q.z, q.w));
+        }
+      }
+      m = kDType == 0 ? (acc & 0x7fffffffu) : num::max_u32(half_bits<kDType>(acc, 0), half_bits<kDType>(acc, 1));
+    } else {
+      for (; r < rows; r += gy) {
+        float v[8];
+        load8_scalar<kDType>(base + r * row_stride, n, v);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) m = num::max_u32(m, num::abs_bits(v[j]));
+      }
+    }
+  }
+  m = cta_max<4>(m);
+  if (threadIdx.x == 0 && m) atomicMax(out, m);
+}
+
+// Tensor amax of a small input (fewer than 2^24 8-element chunks) by one CTA of 1024 threads,
+// written to *out directly: no reset and no atomics, so a decode-sized per-tensor quantize is
+// two kernels.
+template <int kDType>
+__global__ void __launch_bounds__(1024) amax_small_kernel(const void* x, int64_t rows, int64_t cols,
+                                                          int64_t row_stride, bool vec_ok, unsigned* out) {
+  pdl_begin();
+  using T = typename Input<kDType>::T;
+  const uint32_t cpr = uint32_t((cols + 7) / 8), total = uint32_t(rows) * cpr;
+  uint32_t m = 0;
+  for (uint32_t q = threadIdx.x; q < total; q += blockDim.x) {
+    const uint32_t r = q / cpr, c0 = (q - r * cpr) * 8;
+    const int n = cols - c0 >= 8 ? 8 : int(cols - c0);
+    const T* src = static_cast<const T*>(x) + int64_t(r) * row_stride + c0;
     float v[8];
     if (vec_ok && n == 8) load8_vec<kDType>(src, v);
     else load8_scalar<kDType>(src, n, v);
 #pragma unroll
     for (int j = 0; j < 8; ++j) m = num::max_u32(m, num::abs_bits(v[j]));
   }
-  for (int off = 16; off > 0; off >>= 1) m = num::max_u32(m, __shfl_xor_sync(0xffffffffu, m, off));
-  __shared__ uint32_t warp_max[8];
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < int(blockDim.x >> 5); ++w) m = num::max_u32(m, warp_max[w]);
-    atomicMax(out, m);
-  }
+  m = cta_max<32>(m);
+  if (threadIdx.x == 0) *out = m;
 }
 
 template <num::ElemFormat kElem, int kOutDType>

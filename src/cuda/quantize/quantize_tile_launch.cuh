@@ -14,8 +14,9 @@ template <int kDType, num::ElemFormat kElem>
 void launch_quantize_tile(int tile_rows, int block_cols, int64_t tiles, int device, int sms, cudaStream_t stream,
                           const TileParams& p);
 
+// grid.x == 0: one CTA that writes *out (small inputs); otherwise *out must be zero.
 template <int kDType>
-void launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,
+cudaError_t launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,
                  bool vec_ok, unsigned* out);
 
 template <int kOutDType>

@@ -1,0 +1,373 @@
+// Specialised quantize kernels: the recipe (scheme, element format, block shape, scale layouts)
+// is a set of template arguments, the data stays in registers as loaded (packed 16-bit pairs for
+// fp16/bf16), and nothing goes through shared memory except the cross-warp maximum of a 128 x 128
+// block. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
+// shapes) go to the generic tile kernel in quantize_tile.cuh; both are held to the CPU
+// reference bit for bit.
+//
+// Three thread shapes (a thread always owns kR rows x 8 consecutive columns):
+//   rows       1 x G blocks, rowwise only: a warp is 32 lanes along the columns, 4 rows each.
+//   colblocks  columnwise blocks kH rows tall (and optionally 1 x G rowwise): kR = 8 rows per
+//              thread, kH / 8 lanes down a column block; a 1 x G block spans G / 8 lanes.
+//   two_d      kH x kG blocks (128 x 128 weights, NVFP4 16 x 16): 8 rows per thread, warps of
+//              2 x 16 lanes, and a 128-row block spans the 8 warps of the CTA.
+#pragma once
+
+#include "cuda/quantize/fast_launch.hpp"
+#include "cuda/pdl.cuh"
+#include "cuda/quantize/prepare.cuh"
+
+namespace mxq::cuda {
+
+template <int kDType_, num::ElemFormat kElem_, num::Scheme kScheme_, FastShape kShape_, int kG_, int kH_,
+          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_>
+struct FastConfig {
+  static constexpr int kDType = kDType_;
+  static constexpr num::ElemFormat kElem = kElem_;
+  static constexpr num::Scheme kScheme = kScheme_;
+  static constexpr FastShape kShape = kShape_;
+  static constexpr int kG = kG_;  // rowwise block width (8 for per-tensor scaling: no reduction)
+  static constexpr int kH = kH_;  // column / 2-D block height (1 for the rows shape)
+  static constexpr num::ScaleLayout kRowLayout = kRowLayout_, kColLayout = kColLayout_;
+
+  static constexpr int kR = kShape == FastShape::rows ? (kDType == 0 ? 2 : 4) : 8;
+  static constexpr int kRL = kShape == FastShape::rows ? 1 : (kShape == FastShape::colblocks ? kH / 8 : 2);
+  static constexpr int kCL = 32 / kRL;
+  // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
+  // 128-byte line of FP8 codes per column) and is stored through shared memory.
+  static constexpr int kWR = kShape == FastShape::rows ? 2 : (kShape == FastShape::colblocks ? 4 : (kH > 16 ? kH / 16 : 1));
+  static constexpr int kWC = (kShape == FastShape::colblocks ? 4 : 8) / kWR;
+  static constexpr int kThreads = 32 * kWR * kWC;
+  static constexpr int kTileRows = kR * kRL * kWR, kTileCols = 8 * kCL * kWC;
+  static constexpr int kLanesG = kG / 8;  // lanes across one 1 x G block
+  static constexpr int kW = kDType == 0 ? 8 : 4;  // 32-bit words per 8 elements
+  static constexpr bool kTensor = kScheme == num::Scheme::fp8_tensor;
+  // Register budget: 64 for the rows shape; the 8-row shapes hold 32 (64 for fp32) data words.
+  // Register budget: 64 for the rows shape (2 x 16 data words: this tile and the next); the
+  // 8-row shapes hold 32 (64 for fp32) and need occupancy more than prefetch (measured: a
+  // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
+  static constexpr int kMaxRegs = kShape == FastShape::rows        ? 64
+                                  : kDType == 0                     ? 128
+                                  : kElem != num::ElemFormat::e2m1  ? 80
+                                  : kShape == FastShape::colblocks  ? 168  // FP4 both directions
+                                                                    : 128;
+  static constexpr int kMinBlocks = 65536 / (kThreads * kMaxRegs);
+  // The rows shape loads the next row tile while quantizing this one.
+  static constexpr bool kPrefetch = kShape == FastShape::rows;
+
+  static_assert(kG == 8 || kG == 16 || kG == 32 || kG == 64 || kG == 128, "block width");
+  static_assert(kLanesG <= kCL, "a 1 x G block lies within one warp row");
+  static_assert(kShape != FastShape::colblocks || kH == 16 || kH == 32, "column blocks are 16 or 32 rows");
+  static_assert(kShape != FastShape::two_d || kH == 16 || (kH == 128 && kG == 128), "2-D blocks");
+};
+
+template <int kLanes>
+__device__ __forceinline__ uint32_t lane_max(uint32_t m, int first_xor = 1) {
+#pragma unroll
+  for (int off = 1; off < kLanes; off <<= 1) m = num::max_u32(m, __shfl_xor_sync(0xffffffffu, m, off * first_xor));
+  return m;
+}
+
+// Maxima of kN values per lane over a group of kL lanes (lane offsets kStride apart), spread so
+// that each lane does a share of the scale arithmetic: afterwards lane q of the group holds, in
+// m[0 .. kN / P), the group maxima of values q * kN / P + t, where P = min(kL, kN). Each halving
+// step costs kN / 2 shuffles instead of kN.
+template <int kN, int kL, int kStride>
+struct Spread {
+  static constexpr int kP = kL < kN ? kL : kN;
+  static constexpr int kPer = kN / kP;  // values each lane keeps
+
+  __device__ static void reduce(uint32_t (&m)[kN], int lane) {
+    const int q = (lane / kStride) % kL;
+#pragma unroll
+    for (int n = kN, o = kP / 2; o >= 1; n /= 2, o /= 2) {  // keep the upper half when q has bit o
+      const bool up = q & o;
+#pragma unroll
+      for (int t = 0; t < n / 2; ++t) {
+        const uint32_t keep = up ? m[t + n / 2] : m[t], give = up ? m[t] : m[t + n / 2];
+        m[t] = num::max_u32(keep, __shfl_xor_sync(0xffffffffu, give, o * kStride));
+      }
+    }
+#pragma unroll
+    for (int o = kP; o < kL; o *= 2)  // more lanes than values: plain butterfly on the rest
+#pragma unroll
+      for (int t = 0; t < kPer; ++t) m[t] = num::max_u32(m[t], __shfl_xor_sync(0xffffffffu, m[t], o * kStride));
+  }
+  // Index of the value that slot t of this lane holds.
+  __device__ static int index(int lane, int t) { return ((lane / kStride) % kL) % kP * kPer + t; }
+  // Value i (0 <= i < kN) of the group, from the lane that holds it.
+  __device__ static float fetch(const float (&v)[kPer], int i, int lane) {
+    const int q = (lane / kStride) % kL;
+    const int src = lane - q * kStride + (i / kPer) * kStride;
+    return __shfl_sync(0xffffffffu, v[i % kPer], src);
+  }
+};
+
+template <int kDType, int kR, int kW>
+__device__ __forceinline__ void load_rows(uint32_t (&w)[kR][kW], const char* xb, int64_t r0, int64_t c0,
+                                          const TileParams& p) {
+  constexpr int kInBytes = kDType == 0 ? 4 : 2;
+  const bool col_live = c0 < p.cols;
+#pragma unroll
+  for (int i = 0; i < kR; ++i) {
+    const bool live = col_live && r0 + i < p.rows;
+    const uint4* src = reinterpret_cast<const uint4*>(xb + ((r0 + i) * p.row_stride + c0) * kInBytes);
+#pragma unroll
+    for (int h = 0; h < kW / 4; ++h) {
+      const uint4 q = live ? __ldg(src + h) : uint4{0u, 0u, 0u, 0u};
+      w[i][4 * h] = q.x;
+      w[i][4 * h + 1] = q.y;
+      w[i][4 * h + 2] = q.z;
+      w[i][4 * h + 3] = q.w;
+    }
+  }
+}
+
+template <class C>
+struct FastTile {
+  static constexpr int kR = C::kR, kW = C::kW;
+  static constexpr num::ElemFormat kElem = C::kElem;
+  static constexpr bool kFp4 = kElem == num::ElemFormat::e2m1;
+  using RowSpread = Spread<kR, C::kLanesG, 1>;
+  using ColSpread = Spread<8, C::kRL, C::kCL>;
+
+  // Eight codes with one multiplier. FP4 from a 16-bit input with a power-of-two multiplier (MX,
+  // pow2 block scales) rounds two values per instruction in f16 (e2m1x2_from_f16x2).
+  __device__ static uint2 codes8(const float (&v)[8], float m, const num::ScaleRule& rule) {
+    if constexpr (kFp4 && C::kDType != 0 && (C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block)) {
+      if (C::kScheme == num::Scheme::mx || rule.pow2) return {quantize8_e2m1_pow2(v, m), 0u};
+    }
+    return quantize8<kElem>(v, m);
+  }
+
+  // Quantizes the kR x 8 elements w of rows r0.. and columns c0..
+  __device__ static void run(const uint32_t (&w)[kR][kW], int64_t r0, int64_t c0, const TileParams& p,
+                             const num::ScaleRule& rule, int lane, int warp) {
+    const int rl = lane / C::kCL, cl = lane % C::kCL;
+    const bool col_live = c0 < p.cols;
+
+    // ---- 2-D blocks: one maximum per kH x kG block
+    float block_mult = 0.0f;
+    uint32_t block_stored = 0;
+    if constexpr (C::kShape == FastShape::two_d) {
+      uint32_t m = 0;
+#pragma unroll
+      for (int i = 0; i < kR; ++i) m = num::max_u32(m, amax8_bits<C::kDType>(w[i]));
+      m = lane_max<C::kLanesG>(m);      // across the block's columns
+      m = lane_max<C::kRL>(m, C::kCL);  // across the warp's row lanes
+      if constexpr (C::kH > kR * C::kRL) {  // 128-row blocks span the CTA's warps
+        __shared__ uint32_t warp_max[C::kWR * C::kWC];
+        if (lane == 0) warp_max[warp] = m;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < C::kWR * C::kWC; ++k) m = num::max_u32(m, warp_max[k]);
+        __syncthreads();  // warp_max is rewritten by the next row tile
+      }
+      const num::BlockScale bs = num::block_scale_for<C::kScheme>(rule, num::amax_from_bits(m));
+      block_mult = bs.multiplier;
+      block_stored = bs.stored;
+    }
+
+    // ---- rowwise
+    if (C::kShape != FastShape::colblocks || p.row) {
+      float mult[kR];
+      if constexpr (C::kTensor) {
+#pragma unroll
+        for (int i = 0; i < kR; ++i) mult[i] = rule.tensor_factor;
+      } else if constexpr (C::kShape == FastShape::two_d) {
+#pragma unroll
+        for (int i = 0; i < kR; ++i) {
+          const int64_t r = r0 + i;
+          mult[i] = block_mult;
+          if (col_live && r < p.rows && cl % C::kLanesG == 0) {
+            if (p.per_row_scale) {
+              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, c0 / C::kG, block_stored);
+            } else if (r % C::kH == 0) {
+              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r / C::kH, c0 / C::kG,
+                                           block_stored);
+            }
+          }
+        }
+      } else {
+        const bool block_live = c0 - (cl % C::kLanesG) * 8 < p.cols;
+        uint32_t m[kR];
+#pragma unroll
+        for (int i = 0; i < kR; ++i) m[i] = amax8_bits<C::kDType>(w[i]);
+        RowSpread::reduce(m, lane);
+        float mine[RowSpread::kPer];
+#pragma unroll
+        for (int t = 0; t < RowSpread::kPer; ++t) {
+          const num::BlockScale bs = num::block_scale_for<C::kScheme>(rule, num::amax_from_bits(m[t]));
+          mine[t] = bs.multiplier;
+          const int64_t r = r0 + RowSpread::index(lane, t);
+          // lanes beyond the first kP of a group hold copies; the first ones store, whether or
+          // not their own columns exist (a partial last block may have only one live lane)
+          if (block_live && r < p.rows && (cl % C::kLanesG) < RowSpread::kP)
+            put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, c0 / C::kG, bs.stored);
+        }
+#pragma unroll
+        for (int i = 0; i < kR; ++i) mult[i] = RowSpread::fetch(mine, i, lane);
+      }
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+        const int64_t r = r0 + i;
+        float v[8];
+        elements<C::kDType>(w[i], v);
+        const uint2 codes = codes8(v, mult[i], rule);
+        if (col_live && r < p.rows) {
+          if constexpr (kFp4) *reinterpret_cast<uint32_t*>(p.row_data + (r * p.cols + c0) / 2) = codes.x;
+          else *reinterpret_cast<uint2*>(p.row_data + r * p.cols + c0) = codes;
+        }
+      }
+    }
+
+    // ---- columnwise: blocks of kH = kR x kRL rows, one multiplier per column
+    if constexpr (C::kShape == FastShape::colblocks) {
+      if (p.col) run_columns(w, r0, c0, p, rule, lane);
+    }
+  }
+
+  __device__ static void run_columns(const uint32_t (&w)[kR][kW], int64_t r0, int64_t c0, const TileParams& p,
+                                     const num::ScaleRule& rule, int lane) {
+    const int rl = lane / C::kCL;
+    float cmult[8];
+    if constexpr (C::kTensor) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) cmult[j] = rule.tensor_factor;
+    } else {
+      uint32_t cm[8];
+      if constexpr (C::kDType == 0) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          uint32_t m = 0;
+#pragma unroll
+          for (int i = 0; i < kR; ++i) m = amax_words<0>(m, w[i][j]);
+          cm[j] = m;
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          uint32_t m = w[0][k];
+#pragma unroll
+          for (int i = 1; i < kR; ++i) m = amax_words<C::kDType>(m, w[i][k]);
+          cm[2 * k] = half_bits<C::kDType>(m, 0) & 0x7fffffffu;
+          cm[2 * k + 1] = half_bits<C::kDType>(m, 1) & 0x7fffffffu;
+        }
+      }
+      ColSpread::reduce(cm, lane);
+      const int64_t kb = (r0 - rl * kR) / C::kH;
+      float mine[ColSpread::kPer];
+#pragma unroll
+      for (int t = 0; t < ColSpread::kPer; ++t) {
+        const num::BlockScale bs = num::block_scale_for<C::kScheme>(rule, num::amax_from_bits(cm[t]));
+        mine[t] = bs.multiplier;
+        const int64_t c = c0 + ColSpread::index(lane, t);
+        if (c < p.cols && rl < ColSpread::kP && kb * C::kH < p.rows)  // warps below the input store nothing
+          put_scale_for<C::kColLayout>(p.col_scales, p.col_geom, p.fp32_scales, c, kb, bs.stored);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) cmult[j] = ColSpread::fetch(mine, j, lane);
+    }
+    if (p.col_transposed) {
+      // Output row c holds input column c. Each thread's 8 rows of a column are 8 consecutive
+      // codes; they are staged so that the CTA stores whole 16-byte pieces of each output row.
+      constexpr int kPer = kFp4 ? 2 : 1;                   // codes per byte
+      constexpr int kColBytes = C::kTileRows / kPer;       // bytes of one column in this tile
+      constexpr int kPitch = kColBytes + 16;               // 16-byte rows that stagger the banks
+      __shared__ __align__(16) uint8_t stage[C::kTileCols][kPitch];
+      const int cl = lane % C::kCL, warp = threadIdx.x >> 5;
+      const int local_r = int((warp / C::kWC) * C::kRL + rl) * kR;
+      const int64_t tile_r = r0 - local_r;
+      const int64_t tile_c = c0 - cl * 8 - (warp % C::kWC) * 8 * C::kCL;
+      const int local_c = int(c0 - tile_c);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = element<C::kDType>(w[i], j);
+        const uint2 codes = codes8(v, cmult[j], rule);
+        uint8_t* d = &stage[local_c + j][local_r / kPer];
+        if constexpr (kFp4) *reinterpret_cast<uint32_t*>(d) = codes.x;
+        else *reinterpret_cast<uint2*>(d) = codes;
+      }
+      __syncthreads();
+      constexpr int kPieces = kColBytes / 16;  // 16-byte pieces per column
+      const bool aligned = p.rows % (16 * kPer) == 0;
+      for (int q = threadIdx.x; q < C::kTileCols * kPieces; q += C::kThreads) {
+        const int col = q / kPieces, piece = q % kPieces;
+        const int64_t c = tile_c + col, r = tile_r + piece * 16 * kPer;
+        if (c >= p.cols || r >= p.rows) continue;
+        const uint8_t* src = &stage[col][piece * 16];
+        const int64_t at = (c * p.rows + r) / kPer;
+        if (aligned && r + 16 * kPer <= p.rows) {
+          *reinterpret_cast<uint4*>(p.col_data + at) = *reinterpret_cast<const uint4*>(src);
+        } else {
+          for (int k = 0; k < 16 && r + k * kPer < p.rows; ++k) p.col_data[at + k] = src[k];  // rows is even for FP4
+        }
+      }
+      __syncthreads();  // the stage is rewritten by the next row tile
+    } else {
+      const bool col_live = c0 < p.cols;
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+        const int64_t r = r0 + i;
+        float v[8];
+        elements<C::kDType>(w[i], v);
+        const uint2 codes = quantize8_each<kElem>(v, cmult);
+        if (col_live && r < p.rows) {
+          if constexpr (kFp4) *reinterpret_cast<uint32_t*>(p.col_data + (r * p.cols + c0) / 2) = codes.x;
+          else *reinterpret_cast<uint2*>(p.col_data + r * p.cols + c0) = codes;
+        }
+      }
+    }
+  }
+};
+
+// Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
+// are in flight while this one is quantized (two register sets, used in turn).
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
+  using Tile = FastTile<C>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int rl = lane / C::kCL, cl = lane % C::kCL;
+  const int wr = warp / C::kWC, wc = warp % C::kWC;
+  const int64_t c0 = (int64_t(blockIdx.x) * C::kWC + wc) * (8 * C::kCL) + cl * 8;
+  const int64_t lane_row = (wr * C::kRL + rl) * C::kR;
+  const char* xb = static_cast<const char*>(p.x);
+  const int64_t step = int64_t(gridDim.y) * C::kTileRows;
+
+  pdl_begin();  // launched with programmatic dependent launch (cuda/pdl.cuh)
+
+  int64_t r0 = int64_t(blockIdx.y) * C::kTileRows + lane_row;
+  if (int64_t(blockIdx.y) * C::kTileRows >= p.rows) {
+    prepare_rule(p, C::kElem);  // block (0, 0) of an empty launch still publishes the global scale
+    return;
+  }
+  uint32_t a[C::kR][C::kW];
+  load_rows<C::kDType>(a, xb, r0, c0, p);
+  num::ScaleRule rule = prepare_rule(p, C::kElem);
+  rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
+  if constexpr (C::kPrefetch) {
+    uint32_t b[C::kR][C::kW];
+    for (;;) {
+      // tile starts are warp-uniform (r0 - lane_row), so the loop exits are too
+      if (r0 - lane_row + step < p.rows) load_rows<C::kDType>(b, xb, r0 + step, c0, p);
+      Tile::run(a, r0, c0, p, rule, lane, warp);
+      r0 += step;
+      if (r0 - lane_row >= p.rows) break;
+      if (r0 - lane_row + step < p.rows) load_rows<C::kDType>(a, xb, r0 + step, c0, p);
+      Tile::run(b, r0, c0, p, rule, lane, warp);
+      r0 += step;
+      if (r0 - lane_row >= p.rows) break;
+    }
+  } else {
+    for (;;) {
+      Tile::run(a, r0, c0, p, rule, lane, warp);
+      r0 += step;
+      if (r0 - lane_row >= p.rows) break;
+      load_rows<C::kDType>(a, xb, r0, c0, p);
+    }
+  }
+}
+
+}  // namespace mxq::cuda

@@ -1,0 +1,73 @@
+// The specialised quantize kernels built ahead of time for input dtype MXQ_INPUT_DTYPE: the
+// recipes users reach for (every preset in its default layout, the DeepSeek layouts).
+#include <algorithm>
+
+#include "cuda/quantize/fast.cuh"
+#include "cuda/quantize/fast_launch.hpp"
+#include "cuda/pdl.cuh"
+
+namespace mxq::cuda {
+namespace {
+
+// One wave of CTAs (at the register-limited occupancy) that walk the row tiles, launched with
+// programmatic dependent launch so that it can start while the previous kernel drains.
+template <class C>
+cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, const TileParams& p) {
+  const int64_t gx = (cols + C::kTileCols - 1) / C::kTileCols;
+  const int64_t tiles_y = (rows + C::kTileRows - 1) / C::kTileRows;
+  const int64_t wave = (int64_t(sms) * C::kMinBlocks + gx - 1) / gx;
+  const int64_t gy = std::clamp<int64_t>(std::min(tiles_y, wave), 1, 65535);
+  return pdl_launch(fast_quantize_kernel<C>, dim3(unsigned(gx), unsigned(gy)), dim3(C::kThreads), stream, p);
+}
+
+using E = num::ElemFormat;
+using S = num::Scheme;
+using L = num::ScaleLayout;
+using Launch = cudaError_t (*)(int64_t, int64_t, int, cudaStream_t, const TileParams&);
+struct Entry {
+  FastKey key;
+  Launch fn;
+};
+
+#define MXQ_FAST(SCHEME, ELEM, SHAPE, G, H, ROWL, COLL)                                                   \
+  Entry {                                                                                                 \
+    FastKey{S::SCHEME, E::ELEM, int(FastShape::SHAPE), G, H, L::ROWL, L::COLL},                           \
+        &launch<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::SHAPE, G, H, L::ROWL, L::COLL>> \
+  }
+
+const Entry kTable[] = {
+    MXQ_FAST(fp8_tensor, e4m3fn, rows, 8, 1, row_major, row_major),
+    MXQ_FAST(fp8_tensor, e5m2, rows, 8, 1, row_major, row_major),
+    MXQ_FAST(fp8_tensor, e4m3fn, colblocks, 8, 32, row_major, row_major),
+    MXQ_FAST(fp8_block, e4m3fn, rows, 128, 1, row_major, row_major),
+    MXQ_FAST(fp8_block, e4m3fn, rows, 128, 1, mn_major_tma, row_major),
+    MXQ_FAST(fp8_block, e4m3fn, rows, 128, 1, packed_ue8m0, row_major),
+    MXQ_FAST(fp8_block, e4m3fn, rows, 64, 1, row_major, row_major),
+    MXQ_FAST(fp8_block, e4m3fn, rows, 32, 1, row_major, row_major),
+    MXQ_FAST(fp8_block, e4m3fn, two_d, 128, 128, row_major, row_major),
+    MXQ_FAST(fp8_block, e2m1, rows, 32, 1, row_major, row_major),
+    MXQ_FAST(mx, e4m3fn, rows, 32, 1, row_major, row_major),
+    MXQ_FAST(mx, e5m2, rows, 32, 1, row_major, row_major),
+    MXQ_FAST(mx, e2m1, rows, 32, 1, row_major, row_major),
+    MXQ_FAST(mx, e4m3fn, colblocks, 32, 32, row_major, row_major),
+    MXQ_FAST(mx, e5m2, colblocks, 32, 32, row_major, row_major),
+    MXQ_FAST(mx, e2m1, colblocks, 32, 32, row_major, row_major),
+    MXQ_FAST(nvfp4, e2m1, rows, 16, 1, row_major, row_major),
+    MXQ_FAST(nvfp4, e2m1, rows, 16, 1, swizzled_128x4, row_major),
+#if MXQ_INPUT_DTYPE != 0  // fp32: the generic kernel (these spill with fp32's 64 data registers)
+    MXQ_FAST(nvfp4, e2m1, two_d, 16, 16, row_major, row_major),
+#endif
+};
+#undef MXQ_FAST
+
+}  // namespace
+
+template <>
+std::optional<cudaError_t> launch_fast_quantize<MXQ_INPUT_DTYPE>(const FastKey& key, int64_t rows, int64_t cols,
+                                                                  int sms, cudaStream_t stream, const TileParams& p) {
+  for (const Entry& e : kTable)
+    if (e.key == key) return e.fn(rows, cols, sms, stream, p);
+  return std::nullopt;
+}
+
+}  // namespace mxq::cuda
