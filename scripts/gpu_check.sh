@@ -47,7 +47,7 @@ if [ -z "${MXQ_SKIP_SANITIZER:-}" ]; then
   done
 fi
 
-lib="$BUILD/src/cuda/libmxq_cuda.a"
+lib="$BUILD/libmxq_core.a"  # the CUDA objects (mxq_cuda is an object library) live in it
 cuobjdump --dump-resource-usage "$lib" >"$OUT/resource_usage.txt" 2>&1
 note "sass: F2FP (fp8 cvt) instructions: $(cuobjdump -sass "$lib" 2>/dev/null | grep -c F2FP); local-memory (LDL/STL): $(cuobjdump -sass "$lib" 2>/dev/null | grep -cE '\b(LDL|STL)(\.[A-Z0-9]+)*\s'); max REG: $(grep -oE 'REG:[0-9]+' "$OUT/resource_usage.txt" | sort -t: -k2 -n | tail -1)"
 

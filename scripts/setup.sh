@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what mxq needs to build and test on a Debian machine (root), skipping what is there:
-# a C++20 compiler, CMake, Ninja, GoogleTest, CLI11, nlohmann-json, DLPack (Debian packages) and
+# a C++20 compiler, CMake, Ninja, GoogleTest, CLI11, nlohmann-json, DLPack, xxHash (Debian packages) and
 # numpy, ml_dtypes, pytest (PyPI, for the oracle tests). CUDA is optional: with nvcc on PATH the
 # CUDA backends are built too.
 set -euo pipefail
 need=()
-for pkg in cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev libdlpack-dev; do
+for pkg in cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev libdlpack-dev libxxhash-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

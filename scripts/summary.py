@@ -28,6 +28,9 @@ def main(bench_path, peer_path, status_path):
     print(f"\n{'recipe (CUDA-graph replay)':46s} {'shape':11s} {'us/call':>8s}")
     for r in bench["small"]:
         print(f"{r['recipe']:46s} {r['shape']:11s} {r['us']:8.2f}")
+    print(f"\n{'recipe (1x7168, host cost per call)':46s} {'ran':16s} {'us':>8s}")
+    for r in bench.get("host", []):
+        print(f"{r['recipe']:46s} {r['ran']:16s} {r['us']:8.2f}")
 
 
 if __name__ == "__main__":

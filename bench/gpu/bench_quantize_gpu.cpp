@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -175,6 +176,39 @@ int main(int argc, char** argv) {
       cudaGraphDestroy(g);
     }
   }
+  // Host cost of one quantize call with warm caches: 400 calls enqueued back to back on the
+  // stream (the GPU runs ~1-3 us each, so the host is what is timed), wall time per call.
+  struct Host {
+    std::string recipe, backend;
+    double us;
+  };
+  std::vector<Host> host;
+  if (only.empty()) {
+    const int64_t m = 1, k = 7168;
+    std::vector<uint16_t> xb(size_t(m * k), 0x3f80);
+    cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2));
+    x.upload(xb.data());
+    const TensorView xv = TensorView::matrix(x.data(), DType::bfloat16, m, k, -1, gpu);
+    for (auto [rt, b] : {std::pair{"mxfp8", Backend::cuda_aot}, std::pair{"mxfp8", Backend::cuda_jit},
+                         std::pair{"fp8_block_1x128", Backend::automatic}, std::pair{"nvfp4", Backend::automatic}}) {
+      const Recipe r = Recipe::parse(rt);
+      cli::QuantizedBuffers q(r, m, k, gpu);
+      QuantizedTensor qv = q.view();
+      if (r.scheme != Scheme::fp8_tensor && r.scheme != Scheme::nvfp4) qv.amax = Buffer{};
+      QuantizeOptions o;
+      o.stream = s;
+      o.backend = b;
+      for (int i = 0; i < 20; ++i) quantize(xv, qv, o);
+      ck(cudaStreamSynchronize(s), "warm-up");
+      constexpr int kCalls = 400;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kCalls; ++i) quantize(xv, qv, o);
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+      ck(cudaStreamSynchronize(s), "host timing");
+      host.push_back({r.name(), last_dispatch().backend + " " + last_dispatch().kernel.substr(0, 4), us});
+    }
+  }
+
   std::printf("\n%-46s %-11s %-22s %9s %9s %9s %7s %9s\n", "recipe (bf16 in)", "shape", "note", "ms", "GB/s",
               "copy GB/s", "ratio", "eager ms");
   for (const auto& r : rows)
@@ -182,6 +216,8 @@ int main(int argc, char** argv) {
                 r.note.c_str(), r.ms, r.gbps, r.copy_gbps, r.ratio, r.eager_ms);
   std::printf("\n%-46s %-11s %12s\n", "recipe (CUDA-graph replay)", "shape", "us per call");
   for (const auto& r : small) std::printf("%-46s %-11s %12.2f\n", r.recipe.c_str(), r.shape.c_str(), r.us);
+  std::printf("\n%-46s %-16s %12s\n", "recipe (1x7168, host cost)", "ran", "us per call");
+  for (const auto& h : host) std::printf("%-46s %-16s %12.2f\n", h.recipe.c_str(), h.backend.c_str(), h.us);
   if (!json_path.empty()) {
     std::ofstream f(json_path);
     f << "{\"bandwidth\": [";
@@ -194,6 +230,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < small.size(); ++i)
       f << (i ? "," : "") << "{\"recipe\":\"" << small[i].recipe << "\",\"shape\":\"" << small[i].shape
         << "\",\"us\":" << small[i].us << "}";
+    f << "], \"host\": [";
+    for (size_t i = 0; i < host.size(); ++i)
+      f << (i ? "," : "") << "{\"recipe\":\"" << host[i].recipe << "\",\"ran\":\"" << host[i].backend
+        << "\",\"us\":" << host[i].us << "}";
     f << "]}\n";
   }
   return 0;

@@ -37,6 +37,48 @@ void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOpt
 // Decodes q into y (fp32, fp16 or bf16) of q's shape (columnwise transposed: the transpose).
 void dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& options = {});
 
+// ---- Backend selection (precedence: per-call option > set_default_backend > MXQ_BACKEND).
+// Backend::automatic clears the process-wide default, so that MXQ_BACKEND or auto apply again.
+void set_default_backend(Backend b);
+Backend default_backend();
+// Strict mode (also MXQ_STRICT=1): every fallback, e.g. from a specialised kernel to the generic
+// one or from cuda-jit to cuda-aot, is an Error(fallback_forbidden) instead.
+void set_strict(bool on);
+bool strict();
+
+// What the calling thread's last quantize / dequantize ran: backend ("cpu", "cuda-aot",
+// "cuda-jit"), kernel (e.g. "fast bf16 mx e4m3fn rows g=32 ..." or "generic tile"), and the
+// fallback taken, if any ("" when none).
+struct DispatchInfo {
+  std::string op, backend, kernel, fallback;
+};
+DispatchInfo last_dispatch();
+
+// ---- The cuda-jit kernel cache: in memory, and on disk in $MXQ_CACHE_DIR, else
+// $XDG_CACHE_HOME/mxq, else ~/.cache/mxq (MXQ_CACHE_MAX_MB caps it, least recently used first).
+struct JitCacheEntry {
+  std::string file, config;  // "<content hash>.cubin", "bf16 mx e4m3fn rows g=32 ... sm_90"
+  uint64_t bytes = 0;
+  int64_t mtime_ns = 0;  // last use
+};
+struct JitCacheInfo {
+  bool jit_available = false;
+  std::string detail;  // NVRTC version and disk state, or why the JIT is off
+  std::string dir;     // "" when memory-only
+  std::vector<JitCacheEntry> entries;
+};
+JitCacheInfo jit_cache_info();
+uint64_t jit_cache_clear();  // entries removed from disk
+
+// Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
+// dtype, for compute capability `arch` (0: the current device's, 90 without one), on `threads`
+// workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at start-up.
+struct JitWarmupResult {
+  int configs = 0;                    // kernels now cached
+  std::vector<std::string> failures;  // "config: message"
+};
+JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arch = 0, int threads = 0);
+
 struct BackendStatus {
   Backend backend;
   bool available;

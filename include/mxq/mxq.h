@@ -172,6 +172,16 @@ const char* mxq_build_info(void);
  *              on, or why not), truncated to fit. */
 mxq_status mxq_backend_available(mxq_backend backend, int* available, char* detail, size_t n);
 
+/* The process-wide default backend, used when a call's options say MXQ_BACKEND_AUTO; it wins
+ * over the environment variable MXQ_BACKEND. MXQ_BACKEND_AUTO clears it.
+ *   backend: any mxq_backend. */
+mxq_status mxq_set_default_backend(mxq_backend backend);
+
+/* Strict mode (also MXQ_STRICT=1): every fallback, e.g. from a specialised CUDA kernel to the
+ * generic one, fails with MXQ_ERROR_FALLBACK_FORBIDDEN before anything is written.
+ *   on: 1 or 0. */
+mxq_status mxq_set_strict(int on);
+
 /* The number of usable CUDA devices; 0 without CUDA (no error).
  *   count: receives it. */
 mxq_status mxq_cuda_device_count(int* count);

@@ -338,6 +338,17 @@ mxq_status mxq_backend_available(mxq_backend backend, int* available, char* deta
   });
 }
 
+mxq_status mxq_set_default_backend(mxq_backend backend) {
+  return guarded("mxq_set_default_backend", [&] { set_default_backend(backend_of(backend, "backend")); });
+}
+
+mxq_status mxq_set_strict(int on) {
+  return guarded("mxq_set_strict", [&] {
+    if (on != 0 && on != 1) fail_arg("mxq_set_strict: on=" + to_string(on) + "; expected 0 or 1");
+    set_strict(on == 1);
+  });
+}
+
 mxq_status mxq_cuda_device_count(int* count) {
   return guarded("mxq_cuda_device_count",
                  [&] { not_null(count, "mxq_cuda_device_count", "count") = runtime::cuda_device_count(); });

@@ -84,9 +84,4 @@ inline Device pick_device(Backend b) {
 
 inline void synchronize(const Device& d) { runtime::device_synchronize(d); }
 
-inline const char* backend_used(const Device& d, Backend requested) {
-  if (requested != Backend::automatic) return backend_name(requested);
-  return d.kind == DeviceKind::cpu ? "cpu" : "cuda-aot";
-}
-
 }  // namespace mxq::cli

@@ -52,6 +52,39 @@ int run_info(bool as_json) {
   return 0;
 }
 
+int run_cache(const std::string& action, const std::vector<std::string>& recipes, int arch, int threads,
+              bool as_json) {
+  if (action == "ls") {
+    const auto c = mxq::jit_cache_info();
+    if (as_json) {
+      json e = json::array();
+      for (const auto& x : c.entries)
+        e.push_back({{"file", x.file}, {"config", x.config}, {"bytes", x.bytes}, {"mtime_ns", x.mtime_ns}});
+      std::cout << json{{"jit_available", c.jit_available}, {"detail", c.detail}, {"dir", c.dir}, {"entries", e}}.dump(2)
+                << "\n";
+      return 0;
+    }
+    std::printf("jit: %s\ncache: %s (%zu entries)\n", c.detail.c_str(), c.dir.empty() ? "memory only" : c.dir.c_str(),
+                c.entries.size());
+    for (const auto& x : c.entries) std::printf("  %s %9llu  %s\n", x.file.c_str(), (unsigned long long)x.bytes, x.config.c_str());
+    return 0;
+  }
+  if (action == "clear") {
+    const uint64_t n = mxq::jit_cache_clear();
+    if (as_json) std::cout << json{{"removed", n}}.dump() << "\n";
+    else std::printf("removed %llu entries\n", (unsigned long long)n);
+    return 0;
+  }
+  const auto r = mxq::jit_warmup(recipes, arch, threads);
+  if (as_json) {
+    std::cout << json{{"configs", r.configs}, {"failures", r.failures}}.dump(2) << "\n";
+  } else {
+    std::printf("compiled or found %d kernel configurations\n", r.configs);
+    for (const auto& f : r.failures) std::printf("  failed: %s\n", f.c_str());
+  }
+  return r.failures.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,6 +116,16 @@ int main(int argc, char** argv) {
   recipe->add_option("--cols", cols, "input columns");
   recipe->add_flag("--json", as_json, "machine-readable output");
 
+  auto* cache = app.add_subcommand("cache", "the JIT kernel cache: ls, clear, warmup [RECIPES...]");
+  std::string cache_action;
+  std::vector<std::string> warm_recipes;
+  int warm_arch = 0, warm_threads = 0;
+  cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
+  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile (default: every preset and option)");
+  cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
+  cache->add_option("--threads", warm_threads, "warmup: compiler threads (default: one per core)");
+  cache->add_flag("--json", as_json, "machine-readable output");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo) {
@@ -93,6 +136,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*info) return run_info(as_json);
+    if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);
       const auto L = mxq::plan(r, rows, cols);

@@ -2,14 +2,18 @@
 // the input types and stores of codes. Only NVRTC-compatible includes.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/layouts.h"
 #include "mxq/numerics/recipes.h"
 
 namespace mxq::cuda {
+
+// fp16 -> fp32 (exact), without cuda_fp16.h (not available to NVRTC without the toolkit).
+__device__ __forceinline__ float f16_bits_to_float(uint32_t h) {
+  float f;
+  asm("{.reg .b16 t;\n\tcvt.u16.u32 t, %1;\n\tcvt.f32.f16 %0, t;\n\t}" : "=f"(f) : "r"(h & 0xffffu));
+  return f;
+}
 
 // Input element types by mxq DType value (float32 = 0, float16 = 1, bfloat16 = 2).
 template <int kDType>
@@ -89,7 +93,7 @@ template <int kDType>
 __device__ __forceinline__ uint32_t half_bits(uint32_t m, int h) {
   if constexpr (kDType == 2) return (h ? (m & 0xffff0000u) : (m << 16)) & 0x7fffffffu;
   else if constexpr (kDType == 1) {
-    return __float_as_uint(__half2float(__ushort_as_half((unsigned short)(h ? m >> 16 : m & 0xffffu)))) & 0x7fffffffu;
+    return __float_as_uint(f16_bits_to_float(h ? m >> 16 : m)) & 0x7fffffffu;
   } else {
     return m & 0x7fffffffu;
   }
@@ -100,7 +104,7 @@ template <int kDType>
 __device__ __forceinline__ float element(const uint32_t (&w)[kDType == 0 ? 8 : 4], int j) {
   if constexpr (kDType == 0) return __uint_as_float(w[j]);
   else if constexpr (kDType == 2) return __uint_as_float(j & 1 ? (w[j / 2] & 0xffff0000u) : (w[j / 2] << 16));
-  else return __half2float(__ushort_as_half((unsigned short)(j & 1 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu)));
+  else return f16_bits_to_float(j & 1 ? w[j / 2] >> 16 : w[j / 2]);
 }
 
 template <int kDType>

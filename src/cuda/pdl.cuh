@@ -3,7 +3,9 @@
 // waits for that kernel's completion and lets the next one be scheduled in turn.
 #pragma once
 
+#ifndef __CUDACC_RTC__
 #include <cuda_runtime.h>
+#endif
 
 namespace mxq::cuda {
 
@@ -12,6 +14,7 @@ __device__ __forceinline__ void pdl_begin() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+#ifndef __CUDACC_RTC__
 template <class... KArgs, class... Args>
 cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t cfg{};
@@ -25,5 +28,6 @@ cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStre
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
+#endif
 
 }  // namespace mxq::cuda

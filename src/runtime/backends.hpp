@@ -6,11 +6,17 @@
 
 namespace mxq::runtime {
 
-// Resolves `requested` for tensors on `device`; throws if that backend cannot serve them.
+// Resolves `requested` (after the precedence of settings.hpp) for tensors on `device`; throws if
+// that backend cannot serve them. For CUDA tensors `automatic` stays automatic: the CUDA entry
+// points pick a kernel built ahead of time, else the JIT, else the generic kernel.
 Backend select_backend(Backend requested, const Device& device, const char* op);
 
 void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt);
 void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt);
+
+// Why the JIT cannot run ("" when it can).
+std::string jit_unavailable_reason();
+std::string jit_summary();
 
 // Why the CUDA backends are or are not usable ("" when usable).
 std::string cuda_unavailable_reason();

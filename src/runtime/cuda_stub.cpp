@@ -6,6 +6,8 @@ namespace mxq::runtime {
 
 std::string cuda_unavailable_reason() { return "not built (configured without CUDA)"; }
 std::string cuda_device_summary() { return ""; }
+std::string jit_unavailable_reason() { return "not built (configured without CUDA)"; }
+std::string jit_summary() { return jit_unavailable_reason(); }
 
 void cuda_quantize(Backend, const QuantizeCall&, const QuantizedTensor&, const QuantizeOptions&) {
   fail(ErrorCode::backend_unavailable, "quantize: CUDA tensors given, but this mxq build has no CUDA support");
@@ -15,6 +17,18 @@ void cuda_dequantize(Backend, const DequantizeCall&, const QuantizedTensor&, con
 }
 
 }  // namespace mxq::runtime
+
+namespace mxq {
+JitCacheInfo jit_cache_info() {
+  JitCacheInfo i;
+  i.detail = runtime::jit_unavailable_reason();
+  return i;
+}
+uint64_t jit_cache_clear() { return 0; }
+JitWarmupResult jit_warmup(const std::vector<std::string>&, int, int) {
+  fail(ErrorCode::backend_unavailable, "jit_warmup: the JIT is unavailable: " + runtime::jit_unavailable_reason());
+}
+}  // namespace mxq
 
 #include <cstdlib>
 #include <cstring>

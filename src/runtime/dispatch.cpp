@@ -5,6 +5,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "mxq/api.hpp"
 #include "runtime/backends.hpp"
+#include "runtime/settings.hpp"
 
 namespace mxq {
 
@@ -29,9 +30,11 @@ std::string build_info() { return MXQ_BUILD_INFO; }
 
 void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& options) {
   const QuantizeCall call = check_quantize(x, out, options);
-  const Backend b = runtime::select_backend(options.backend, call.x.device, "quantize");
+  runtime::begin_dispatch();
+  const Backend b = runtime::select_backend(runtime::requested_backend(options.backend), call.x.device, "quantize");
   if (b == Backend::cpu) {
     cpu::quantize(call, out, options);
+    runtime::record_dispatch("quantize", Backend::cpu, "reference");
   } else {
     runtime::cuda_quantize(b, call, out, options);
   }
@@ -39,9 +42,11 @@ void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOpt
 
 void dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& options) {
   const DequantizeCall call = check_dequantize(q, y, options);
-  const Backend b = runtime::select_backend(options.backend, call.y.device, "dequantize");
+  runtime::begin_dispatch();
+  const Backend b = runtime::select_backend(runtime::requested_backend(options.backend), call.y.device, "dequantize");
   if (b == Backend::cpu) {
     cpu::dequantize(call, q, options.columnwise);
+    runtime::record_dispatch("dequantize", Backend::cpu, "reference");
   } else {
     runtime::cuda_dequantize(b, call, q, options);
   }

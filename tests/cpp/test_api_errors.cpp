@@ -249,7 +249,7 @@ TEST(ApiErrors, BackendAndDeviceMismatch) {
   QuantizeOptions jit;
   jit.backend = Backend::cuda_jit;
   expect_error([&] { quantize(s.input(), s.out.view(), jit); },
-               {ErrorCode::backend_unavailable, {"backend cuda-jit is not built yet"}}, watch(s.out));
+               {ErrorCode::unsupported, {"backend cuda-jit needs tensors on a CUDA device"}}, watch(s.out));
 }
 
 // ---- recipes and dtypes -------------------------------------------------------------------------------

@@ -134,6 +134,10 @@ std::vector<uint8_t> fetch(DeviceBuffer& b) {
   return v;
 }
 
+// The backend of the GPU side of check_case, and what that call ran.
+Backend g_gpu_backend = Backend::automatic;
+DispatchInfo g_gpu_dispatch;
+
 // Runs one case on both backends and compares every output buffer.
 void check_case(const std::string& recipe_text, DType dt, Shape shape, Values kind, uint64_t seed,
                 int64_t row_pad = 0) {
@@ -156,8 +160,13 @@ void check_case(const std::string& recipe_text, DType dt, Shape shape, Values ki
     q->global_scale().fill(0xcd);
     q->amax().fill(0xcd);
   }
-  quantize(xgv, qg.view());
-  quantize(xcv, qc.view());
+  QuantizeOptions og;
+  og.backend = g_gpu_backend;
+  quantize(xgv, qg.view(), og);
+  g_gpu_dispatch = last_dispatch();
+  QuantizeOptions oc;
+  oc.backend = Backend::cpu;
+  quantize(xcv, qc.view(), oc);
   runtime::device_synchronize(kGpu);
   const std::string where = recipe.name() + " " + dtype_name(dt) + " " + std::to_string(shape.rows) + "x" +
                             std::to_string(shape.cols) + (row_pad ? " stride " + std::to_string(stride) : "") +
@@ -309,6 +318,80 @@ TEST(GpuQuantize, CapturableInCudaGraph) {
     EXPECT_EQ(first_mismatch(fetch(graphed.scales()), fetch(eager.scales())), "") << rt;
     EXPECT_EQ(first_mismatch(fetch(graphed.col_data()), fetch(eager.col_data())), "") << rt;
   }
+}
+
+// Each backend value runs its own kernels: cuda-aot a kernel built ahead of time, cuda-jit an
+// NVRTC-compiled one, auto the AOT kernel when there is one and the JIT otherwise; all exact.
+TEST(GpuDispatch, EachBackendValueRunsItsBackend) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* recipe;
+    Backend backend;
+    const char* want_backend;
+    const char* want_kernel;
+  } cases[] = {
+      {"mxfp8:dir=both", Backend::cuda_aot, "cuda-aot", "fast bf16 mx e4m3fn colblocks"},
+      {"mxfp8:dir=both", Backend::cuda_jit, "cuda-jit", "jit bf16 mx e4m3fn colblocks"},
+      {"mxfp8:dir=both", Backend::automatic, "cuda-aot", "fast bf16 mx e4m3fn colblocks"},
+      {"mxfp8:layout=packed_ue8m0", Backend::automatic, "cuda-jit", "jit bf16 mx e4m3fn rows g=32 h=1 packed_ue8m0"},
+      {"nvfp4:dir=both", Backend::automatic, "cuda-jit", "jit bf16 nvfp4 e2m1 colblocks g=16 h=16"},
+  };
+  for (const Case& c : cases) {
+    g_gpu_backend = c.backend;
+    check_case(c.recipe, DType::bfloat16, Shape{256, 512}, Values::normal_outliers, 11);
+    g_gpu_backend = Backend::automatic;
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(g_gpu_dispatch.backend, c.want_backend) << c.recipe;
+    EXPECT_EQ(g_gpu_dispatch.kernel.rfind(c.want_kernel, 0), 0u) << c.recipe << ": ran " << g_gpu_dispatch.kernel;
+    EXPECT_EQ(g_gpu_dispatch.fallback, "") << c.recipe;
+  }
+}
+
+// The JIT kernels of every recipe and dtype against the CPU reference.
+TEST(GpuDispatch, JitBitExactAllRecipes) {
+  REQUIRE_GPU();
+  // every configuration compiled in parallel first (and the warm-up API with it)
+  const JitWarmupResult w = jit_warmup();
+  EXPECT_TRUE(w.failures.empty()) << w.failures.front();
+  EXPECT_GT(w.configs, 100);
+  g_gpu_backend = Backend::cuda_jit;
+  int jit = 0;
+  for (const auto& r : recipes_under_test())
+    for (DType dt : {DType::bfloat16, DType::float16, DType::float32})
+      for (Shape s : {Shape{1, 7168}, Shape{130, 264}, Shape{257, 72}, Shape{3, 33}}) {
+        check_case(r, dt, s, Values::normal_outliers, 77);
+        if (HasFatalFailure()) break;
+        jit += g_gpu_dispatch.backend == "cuda-jit";
+      }
+  g_gpu_backend = Backend::automatic;
+  std::printf("cases run by JIT kernels: %d (the rest fell back to the generic kernel)\n", jit);
+  EXPECT_GT(jit, 100);
+}
+
+// Strict mode turns the fallback to the generic kernel into an error before anything is
+// written; a shape the specialised kernels take runs.
+TEST(GpuDispatch, StrictModeRefusesTheGenericKernel) {
+  REQUIRE_GPU();
+  const Recipe r = Recipe::parse("mxfp8");
+  set_strict(true);
+  for (Shape s : {Shape{3, 33}, Shape{64, 512}}) {
+    const std::vector<float> vals = make_values(s.rows, s.cols, Values::normal_outliers, 3);
+    DeviceBuffer xg(kGpu, int64_t(vals.size() * 4));
+    xg.upload(vals.data());
+    QuantizedBuffers q(r, s.rows, s.cols, kGpu);
+    q.data().fill(0xcd);
+    try {
+      quantize(TensorView::matrix(xg.data(), DType::float32, s.rows, s.cols, -1, kGpu), q.view());
+      EXPECT_EQ(s.cols, 512) << "strict mode let the generic kernel run";
+      EXPECT_EQ(last_dispatch().kernel.rfind("fast", 0), 0u) << last_dispatch().kernel;
+    } catch (const Error& e) {
+      EXPECT_EQ(s.cols, 33) << e.what();
+      EXPECT_EQ(e.code(), ErrorCode::fallback_forbidden) << e.what();
+      EXPECT_NE(std::string(e.what()).find("generic tile kernel"), std::string::npos) << e.what();
+      for (uint8_t b : fetch(q.data())) ASSERT_EQ(b, 0xcd) << "written despite the error";
+    }
+  }
+  set_strict(false);
 }
 
 TEST(GpuQuantize, RejectsHostPointersAndMissingDevices) {

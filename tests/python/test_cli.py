@@ -153,6 +153,11 @@ def test_demo_backend_switch():
         assert aot.returncode == 2 and aot.stdout == ""
         assert "backend cuda-aot needs tensors on a CUDA device" in aot.stderr
     jit = run(*small, "--backend", "cuda-jit")
-    assert jit.returncode == 2 and "cuda-jit is not built yet" in jit.stderr
+    if _cuda_usable():
+        assert jit.returncode == 0, jit.stderr
+        assert {r["backend"] for r in json.loads(jit.stdout)} == {"cuda-jit"}
+    else:
+        assert jit.returncode == 2 and jit.stdout == ""
+        assert "backend cuda-jit needs tensors on a CUDA device" in jit.stderr
     bad = run(*small, "--backend", "gpu")
     assert bad.returncode == 2 and "unknown backend 'gpu'" in bad.stderr

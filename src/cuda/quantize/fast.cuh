@@ -13,7 +13,7 @@
 //              2 x 16 lanes, and a 128-row block spans the 8 warps of the CTA.
 #pragma once
 
-#include "cuda/quantize/fast_launch.hpp"
+#include "cuda/quantize/fast_key.h"
 #include "cuda/pdl.cuh"
 #include "cuda/quantize/prepare.cuh"
 
@@ -22,6 +22,9 @@ namespace mxq::cuda {
 template <int kDType_, num::ElemFormat kElem_, num::Scheme kScheme_, FastShape kShape_, int kG_, int kH_,
           num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_>
 struct FastConfig {
+  static constexpr FastKey kKey{kDType_, kScheme_, kElem_, kShape_, kG_, kH_, kRowLayout_, kColLayout_};
+  static constexpr FastGeometry kGeo = fast_geometry(kKey);
+  static_assert(fast_key_valid(kKey), "not a specialisation the kernel supports");
   static constexpr int kDType = kDType_;
   static constexpr num::ElemFormat kElem = kElem_;
   static constexpr num::Scheme kScheme = kScheme_;
@@ -30,30 +33,13 @@ struct FastConfig {
   static constexpr int kH = kH_;  // column / 2-D block height (1 for the rows shape)
   static constexpr num::ScaleLayout kRowLayout = kRowLayout_, kColLayout = kColLayout_;
 
-  static constexpr int kR = kShape == FastShape::rows ? (kDType == 0 ? 2 : 4) : 8;
-  static constexpr int kRL = kShape == FastShape::rows ? 1 : (kShape == FastShape::colblocks ? kH / 8 : 2);
-  static constexpr int kCL = 32 / kRL;
-  // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
-  // 128-byte line of FP8 codes per column) and is stored through shared memory.
-  static constexpr int kWR = kShape == FastShape::rows ? 2 : (kShape == FastShape::colblocks ? 4 : (kH > 16 ? kH / 16 : 1));
-  static constexpr int kWC = (kShape == FastShape::colblocks ? 4 : 8) / kWR;
-  static constexpr int kThreads = 32 * kWR * kWC;
-  static constexpr int kTileRows = kR * kRL * kWR, kTileCols = 8 * kCL * kWC;
-  static constexpr int kLanesG = kG / 8;  // lanes across one 1 x G block
+  static constexpr int kR = kGeo.r, kRL = kGeo.rl, kCL = kGeo.cl, kWR = kGeo.wr, kWC = kGeo.wc;
+  static constexpr int kThreads = kGeo.threads, kTileRows = kGeo.tile_rows, kTileCols = kGeo.tile_cols;
+  static constexpr int kMinBlocks = kGeo.min_blocks;
+  static constexpr bool kPrefetch = kGeo.prefetch;
+  static constexpr int kLanesG = kG / 8;          // lanes across one 1 x G block
   static constexpr int kW = kDType == 0 ? 8 : 4;  // 32-bit words per 8 elements
   static constexpr bool kTensor = kScheme == num::Scheme::fp8_tensor;
-  // Register budget: 64 for the rows shape; the 8-row shapes hold 32 (64 for fp32) data words.
-  // Register budget: 64 for the rows shape (2 x 16 data words: this tile and the next); the
-  // 8-row shapes hold 32 (64 for fp32) and need occupancy more than prefetch (measured: a
-  // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
-  static constexpr int kMaxRegs = kShape == FastShape::rows        ? 64
-                                  : kDType == 0                     ? 128
-                                  : kElem != num::ElemFormat::e2m1  ? 80
-                                  : kShape == FastShape::colblocks  ? 168  // FP4 both directions
-                                                                    : 128;
-  static constexpr int kMinBlocks = 65536 / (kThreads * kMaxRegs);
-  // The rows shape loads the next row tile while quantizing this one.
-  static constexpr bool kPrefetch = kShape == FastShape::rows;
 
   static_assert(kG == 8 || kG == 16 || kG == 32 || kG == 64 || kG == 128, "block width");
   static_assert(kLanesG <= kCL, "a 1 x G block lies within one warp row");

@@ -1,7 +1,5 @@
 // The specialised quantize kernels built ahead of time for input dtype MXQ_INPUT_DTYPE: the
 // recipes users reach for (every preset in its default layout, the DeepSeek layouts).
-#include <algorithm>
-
 #include "cuda/quantize/fast.cuh"
 #include "cuda/quantize/fast_launch.hpp"
 #include "cuda/pdl.cuh"
@@ -9,15 +7,9 @@
 namespace mxq::cuda {
 namespace {
 
-// One wave of CTAs (at the register-limited occupancy) that walk the row tiles, launched with
-// programmatic dependent launch so that it can start while the previous kernel drains.
 template <class C>
 cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, const TileParams& p) {
-  const int64_t gx = (cols + C::kTileCols - 1) / C::kTileCols;
-  const int64_t tiles_y = (rows + C::kTileRows - 1) / C::kTileRows;
-  const int64_t wave = (int64_t(sms) * C::kMinBlocks + gx - 1) / gx;
-  const int64_t gy = std::clamp<int64_t>(std::min(tiles_y, wave), 1, 65535);
-  return pdl_launch(fast_quantize_kernel<C>, dim3(unsigned(gx), unsigned(gy)), dim3(C::kThreads), stream, p);
+  return pdl_launch(fast_quantize_kernel<C>, fast_grid(C::kKey, rows, cols, sms), dim3(C::kThreads), stream, p);
 }
 
 using E = num::ElemFormat;
@@ -31,7 +23,7 @@ struct Entry {
 
 #define MXQ_FAST(SCHEME, ELEM, SHAPE, G, H, ROWL, COLL)                                                   \
   Entry {                                                                                                 \
-    FastKey{S::SCHEME, E::ELEM, int(FastShape::SHAPE), G, H, L::ROWL, L::COLL},                           \
+    FastKey{MXQ_INPUT_DTYPE, S::SCHEME, E::ELEM, FastShape::SHAPE, G, H, L::ROWL, L::COLL},              \
         &launch<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::SHAPE, G, H, L::ROWL, L::COLL>> \
   }
 
@@ -63,11 +55,18 @@ const Entry kTable[] = {
 }  // namespace
 
 template <>
-std::optional<cudaError_t> launch_fast_quantize<MXQ_INPUT_DTYPE>(const FastKey& key, int64_t rows, int64_t cols,
-                                                                  int sms, cudaStream_t stream, const TileParams& p) {
+std::optional<cudaError_t> launch_aot_fast<MXQ_INPUT_DTYPE>(const FastKey& key, int64_t rows, int64_t cols, int sms,
+                                                            cudaStream_t stream, const TileParams& p) {
   for (const Entry& e : kTable)
     if (e.key == key) return e.fn(rows, cols, sms, stream, p);
   return std::nullopt;
+}
+
+template <>
+bool aot_fast_has<MXQ_INPUT_DTYPE>(const FastKey& key) {
+  for (const Entry& e : kTable)
+    if (e.key == key) return true;
+  return false;
 }
 
 }  // namespace mxq::cuda

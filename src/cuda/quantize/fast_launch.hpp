@@ -7,26 +7,29 @@
 
 #include <optional>
 
+#include "cuda/quantize/fast_key.h"
 #include "cuda/quantize/params.h"
 
 namespace mxq::cuda {
 
-// Thread shapes of the specialised kernels (fast.cuh describes them).
-enum class FastShape : int { rows = 0, colblocks = 1, two_d = 2 };
+// Grid of a specialised kernel over a rows x cols input: one wave (at the register-limited
+// occupancy on `sms` SMs) of CTAs that walk the row tiles.
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms);
 
-struct FastKey {
-  num::Scheme scheme;
-  num::ElemFormat elem;
-  int shape;  // FastShape
-  int g, h;   // block width and height (see FastConfig)
-  num::ScaleLayout row_layout, col_layout;
-  bool operator==(const FastKey&) const = default;
-};
-
-// Launches the specialisation `key` for input dtype kDType over a rows x cols input on a
-// device with `sms` SMs; the launch status, or nothing when it was not built ahead of time.
-template <int kDType>
+// Launches the ahead-of-time specialisation `key` over a rows x cols input; the launch status,
+// or nothing when `key` was not built ahead of time.
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,
                                                 cudaStream_t stream, const TileParams& p);
+
+// Whether `key` was built ahead of time.
+bool aot_fast_has(const FastKey& key);
+
+// The table of one input dtype (fast_inst.cuh, one translation unit each).
+template <int kDType>
+std::optional<cudaError_t> launch_aot_fast(const FastKey& key, int64_t rows, int64_t cols, int sms,
+                                           cudaStream_t stream, const TileParams& p);
+
+template <int kDType>
+bool aot_fast_has(const FastKey& key);
 
 }  // namespace mxq::cuda

@@ -9,9 +9,12 @@
 
 #include "cuda/check.hpp"
 #include "cuda/quantize/fast_launch.hpp"
+#include "cuda/quantize/fast_select.hpp"
 #include "cuda/quantize/quantize_tile_launch.cuh"
 #include "mxq/error.hpp"
 #include "runtime/backends.hpp"
+#include "runtime/jit/kernels.hpp"
+#include "runtime/settings.hpp"
 
 namespace mxq::runtime {
 namespace {
@@ -51,33 +54,22 @@ TileShape tile_shape(const Recipe& r) {
   return {32, r.block_cols};
 }
 
-// The specialisation of fast.cuh for this call, if its shape and alignment allow one: 16-byte
-// aligned rows of whole 8-element chunks in, aligned 8-code stores out.
-std::optional<cuda::FastKey> fast_key(const Recipe& rc, const QuantizedTensor& out,
-                                      const QuantizedLayout& L, bool vec_ok) {
+// The specialisation of fast.cuh for this call, or why there is none: the kernels take
+// 16-byte aligned rows of whole 8-element chunks and store 8 codes at a time.
+std::optional<cuda::FastKey> fast_key(const Recipe& rc, DType dtype, const QuantizedTensor& out, bool vec_ok,
+                                      std::string& why) {
   const bool row = rc.has_rowwise(), col = rc.has_columnwise();
   const int code_align = rc.elem == ElemFormat::e2m1 ? 4 : 8;
-  if (!vec_ok || (row && !aligned(out.data.data, code_align)) || (col && !aligned(out.col_data.data, code_align)) ||
-      !aligned(out.scales.data, 4) || !aligned(out.col_scales.data, 4))
+  if (!vec_ok) {
+    why = "input not 16-byte aligned, or a width or row stride not a multiple of 8";
     return std::nullopt;
-  cuda::FastKey k{rc.scheme, rc.elem, int(cuda::FastShape::rows), 8, 1, ScaleLayout::row_major, ScaleLayout::row_major};
-  if (row && !rc.is_tensor_scaled()) k.row_layout = L.scales.geometry.layout;
-  if (col && !rc.is_tensor_scaled()) k.col_layout = L.col_scales.geometry.layout;
-  if (rc.is_tensor_scaled()) {
-    if (col) k = {rc.scheme, rc.elem, int(cuda::FastShape::colblocks), 8, 32, k.row_layout, k.col_layout};
-  } else if (rc.block_rows > 1) {
-    if (col) return std::nullopt;
-    k.shape = int(cuda::FastShape::two_d);
-    k.g = rc.block_cols;
-    k.h = rc.block_rows;
-  } else {
-    k.g = rc.block_cols;
-    if (col) {
-      k.shape = int(cuda::FastShape::colblocks);
-      k.h = rc.block_cols;
-    }
   }
-  return k;
+  if ((row && !aligned(out.data.data, code_align)) || (col && !aligned(out.col_data.data, code_align)) ||
+      !aligned(out.scales.data, 4) || !aligned(out.col_scales.data, 4)) {
+    why = "an output buffer is not aligned for whole-word stores";
+    return std::nullopt;
+  }
+  return cuda::fast_key_for(rc, dtype, why);
 }
 
 void check_pointer(const void* p, const Device& d, const char* what) {
@@ -97,7 +89,7 @@ void check_pointer(const void* p, const Device& d, const char* what) {
 
 }  // namespace
 
-void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt) {
+void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt) {
   const Matrix& x = call.x;
   const QuantizedLayout& L = call.layout;
   const Recipe& rc = out.recipe;
@@ -115,6 +107,24 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
   auto stream = static_cast<cudaStream_t>(opt.stream);
 
   const bool vec_ok = aligned(x.data, 16) && x.cols % 8 == 0 && x.row_stride % 8 == 0;
+
+  // ---- the kernel, chosen (and a JIT kernel compiled and loaded) before anything is enqueued,
+  // so that strict mode or a failed compile leaves the outputs untouched
+  enum class Path { aot_fast, jit, generic } path = Path::generic;
+  std::string why;
+  const std::optional<cuda::FastKey> key = x.empty() ? std::nullopt : fast_key(rc, x.dtype, out, vec_ok, why);
+  if (key) {
+    const std::string jit_why = jit::unavailable_reason();
+    if (b == Backend::cuda_jit) path = Path::jit;
+    else if (cuda::aot_fast_has(*key)) path = Path::aot_fast;
+    else if (b == Backend::automatic && jit_why.empty()) path = Path::jit;
+    else why = "not among the kernels built ahead of time" + (b == Backend::automatic ? ", and the JIT is " + jit_why : "");
+  }
+  if (path == Path::generic && !x.empty())
+    runtime::fallback("quantize", std::string(b == Backend::cuda_jit ? "cuda-jit" : "cuda-aot") + " specialised kernel",
+                      "cuda-aot generic tile kernel", why);
+  if (path == Path::jit) jit::prepare(*key, x.device.index);
+
   // ---- amax (fp8_tensor, nvfp4 always; others when an amax buffer is given)
   const bool need_amax = out.amax.data != nullptr;
   if (need_amax) {
@@ -172,9 +182,9 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
   p.colT_vec_ok = fp4 ? x.rows % 8 == 0 : x.rows % 4 == 0;
 
   // Scale padding must read as zero; only the padded layouts need the memset.
-  auto zero_padding = [&](const Buffer& b, const BufferSpec& s) {
+  auto zero_padding = [&](const Buffer& buf, const BufferSpec& s) {
     if (s.present() && s.geometry.layout != ScaleLayout::row_major)
-      check_cuda(cudaMemsetAsync(b.data, 0, size_t(s.bytes), stream), "scale padding reset");
+      check_cuda(cudaMemsetAsync(buf.data, 0, size_t(s.bytes), stream), "scale padding reset");
   };
   zero_padding(out.scales, L.scales);
   zero_padding(out.col_scales, L.col_scales);
@@ -195,15 +205,15 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
     return;
   }
   const int sms = cuda::sm_count(x.device.index);
-  if (const auto key = fast_key(rc, out, L, vec_ok)) {
-    std::optional<cudaError_t> launched;
-    with_dtype(x.dtype, [&](auto D) {
-      launched = cuda::launch_fast_quantize<decltype(D)::value>(*key, x.rows, x.cols, sms, stream, p);
-    });
-    if (launched) {
-      check_cuda(*launched, "quantize kernel launch");
-      return;
-    }
+  if (path == Path::aot_fast) {
+    check_cuda(*cuda::launch_fast_quantize(*key, x.rows, x.cols, sms, stream, p), "quantize kernel launch");
+    runtime::record_dispatch("quantize", Backend::cuda_aot, "fast " + jit::key_text(*key));
+    return;
+  }
+  if (path == Path::jit) {
+    jit::launch(*key, x.device.index, x.rows, x.cols, sms, stream, p);
+    runtime::record_dispatch("quantize", Backend::cuda_jit, "jit " + jit::key_text(*key));
+    return;
   }
   const int64_t tiles = ((x.cols + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);
   if (tiles >= (int64_t(1) << 32))
@@ -216,9 +226,13 @@ void cuda_quantize(Backend, const QuantizeCall& call, const QuantizedTensor& out
     });
   });
   check_cuda(cudaGetLastError(), "quantize kernel launch");
+  runtime::record_dispatch("quantize", Backend::cuda_aot, "generic tile");
 }
 
-void cuda_dequantize(Backend, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt) {
+std::string jit_unavailable_reason() { return jit::unavailable_reason(); }
+std::string jit_summary() { return jit::summary(); }
+
+void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt) {
   const Matrix& y = call.y;
   const QuantizedLayout& L = call.layout;
   const Recipe& rc = q.recipe;
@@ -231,6 +245,9 @@ void cuda_dequantize(Backend, const DequantizeCall& call, const QuantizedTensor&
   check_pointer(scales.data, y.device, col ? "quantized.col_scales.data" : "quantized.scales.data");
   if (L.global_scale.present()) check_pointer(q.global_scale.data, y.device, "quantized.global_scale.data");
   cuda::DeviceGuard guard(y.device.index);
+  if (b == Backend::cuda_jit)
+    runtime::fallback("dequantize", "cuda-jit", "cuda-aot", "the JIT has no dequantize kernels; the AOT one is generic");
+  runtime::record_dispatch("dequantize", Backend::cuda_aot, "dequantize");
   if (y.empty()) return;
   cuda::DequantParams p{};
   p.data = static_cast<const uint8_t*>(data.data);

@@ -1,0 +1,67 @@
+// The key of a specialised quantize kernel (fast.cuh) and the launch geometry it implies.
+// Plain data: included by the host (dispatch, JIT cache), nvcc and NVRTC alike, so that the
+// kernel, the ahead-of-time launcher and the JIT launcher agree on one definition.
+#pragma once
+
+#include "mxq/numerics/layouts.h"
+#include "mxq/numerics/recipes.h"
+
+namespace mxq::cuda {
+
+// Thread shapes of the specialised kernels (fast.cuh describes them).
+enum class FastShape : int { rows = 0, colblocks = 1, two_d = 2 };
+
+struct FastKey {
+  int dtype;  // input: 0 float32, 1 float16, 2 bfloat16
+  num::Scheme scheme;
+  num::ElemFormat elem;
+  FastShape shape;
+  int g, h;  // rowwise block width (8: per-tensor, no reduction) and column / 2-D block height
+  num::ScaleLayout row_layout, col_layout;
+  bool operator==(const FastKey&) const = default;
+};
+
+struct FastGeometry {
+  int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
+  int threads, tile_rows, tile_cols, max_regs, min_blocks;
+  bool prefetch;  // the next row tile is loaded while this one is quantized
+};
+
+// Whether the kernel template supports the key (the AOT table and the JIT take only these).
+constexpr bool fast_key_valid(const FastKey& k) {
+  const bool g_ok = k.g == 8 || k.g == 16 || k.g == 32 || k.g == 64 || k.g == 128;
+  const bool tensor = k.scheme == num::Scheme::fp8_tensor;
+  if (k.dtype < 0 || k.dtype > 2 || !g_ok || (k.g == 8) != tensor) return false;
+  if ((k.scheme == num::Scheme::nvfp4) != (k.elem == num::ElemFormat::e2m1) && k.scheme != num::Scheme::mx &&
+      k.scheme != num::Scheme::fp8_block)
+    return false;  // fp8_tensor is FP8 only, NVFP4 is E2M1 only
+  switch (k.shape) {
+    case FastShape::rows: return k.h == 1;
+    case FastShape::colblocks: return (k.h == 32 && k.g <= 64) || (k.h == 16 && k.g <= 128);
+    default: return !tensor && ((k.h == 16 && k.g == 16) || (k.h == 128 && k.g == 128));
+  }
+}
+
+constexpr FastGeometry fast_geometry(const FastKey& k) {
+  FastGeometry g{};
+  const bool rows = k.shape == FastShape::rows, colblocks = k.shape == FastShape::colblocks;
+  g.r = rows ? (k.dtype == 0 ? 2 : 4) : 8;
+  g.rl = rows ? 1 : (colblocks ? k.h / 8 : 2);
+  g.cl = 32 / g.rl;
+  // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
+  // 128-byte line of FP8 codes per column) and is stored through shared memory.
+  g.wr = rows ? 2 : (colblocks ? 4 : (k.h > 16 ? k.h / 16 : 1));
+  g.wc = (colblocks ? 4 : 8) / g.wr;
+  g.threads = 32 * g.wr * g.wc;
+  g.tile_rows = g.r * g.rl * g.wr;
+  g.tile_cols = 8 * g.cl * g.wc;
+  // Register budget: 64 for the rows shape (2 x 16 data words: this tile and the next); the
+  // 8-row shapes hold 32 (64 for fp32) and need occupancy more than prefetch (measured: a
+  // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
+  g.max_regs = rows ? 64 : k.dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  g.min_blocks = 65536 / (g.threads * g.max_regs);
+  g.prefetch = rows;
+  return g;
+}
+
+}  // namespace mxq::cuda

@@ -1,0 +1,219 @@
+#include "runtime/jit/compile.hpp"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include "cuda/quantize/fast_select.hpp"
+#include "mxq/error.hpp"
+#include "runtime/jit/sources.hpp"
+
+namespace mxq::runtime::jit {
+namespace {
+
+constexpr int kSchemaVersion = 1;  // bump when the payload or the source template changes
+
+const char* dtype_text(int d) { return d == 0 ? "f32" : (d == 1 ? "f16" : "bf16"); }
+const char* scheme_text(num::Scheme s) {
+  switch (s) {
+    case num::Scheme::fp8_tensor: return "fp8_tensor";
+    case num::Scheme::fp8_block: return "fp8_block";
+    case num::Scheme::mx: return "mx";
+    default: return "nvfp4";
+  }
+}
+const char* elem_text(num::ElemFormat e) {
+  return e == num::ElemFormat::e4m3fn ? "e4m3fn" : (e == num::ElemFormat::e5m2 ? "e5m2" : "e2m1");
+}
+const char* shape_text(cuda::FastShape s) {
+  return s == cuda::FastShape::rows ? "rows" : (s == cuda::FastShape::colblocks ? "colblocks" : "two_d");
+}
+const char* layout_text(num::ScaleLayout l) {
+  switch (l) {
+    case num::ScaleLayout::row_major: return "row_major";
+    case num::ScaleLayout::mn_major_tma: return "mn_major_tma";
+    case num::ScaleLayout::packed_ue8m0: return "packed_ue8m0";
+    default: return "swizzled_128x4";
+  }
+}
+
+std::string nvrtc_log(nvrtcProgram p) {
+  size_t n = 0;
+  if (nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS || n <= 1) return "";
+  std::string log(n, '\0');
+  nvrtcGetProgramLog(p, log.data());
+  log.resize(n - 1);
+  return log;
+}
+
+// Field widths of pack_key: each enum's largest value must fit.
+constexpr int kLog2Max = 7;  // g and h are powers of two up to 128
+static_assert(int(num::Scheme::nvfp4) < 4 && int(num::ElemFormat::e2m1) < 4 && int(cuda::FastShape::two_d) < 4 &&
+                  int(num::ScaleLayout::swizzled_128x4) < 4,
+              "pack_key gives the enums 2 bits each");
+
+int log2i(int v) {
+  int l = 0;
+  while ((1 << l) < v) ++l;
+  return l;
+}
+
+}  // namespace
+
+std::string key_text(const cuda::FastKey& k) {
+  return std::string(dtype_text(k.dtype)) + " " + scheme_text(k.scheme) + " " + elem_text(k.elem) + " " +
+         shape_text(k.shape) + " g=" + std::to_string(k.g) + " h=" + std::to_string(k.h) + " " +
+         layout_text(k.row_layout) + "/" + layout_text(k.col_layout);
+}
+
+std::string kernel_name(const cuda::FastKey& k) {
+  return "mxq::cuda::fast_quantize_kernel<mxq::cuda::FastConfig<" + std::to_string(k.dtype) +
+         ", mxq::num::ElemFormat(" + std::to_string(int(k.elem)) + "), mxq::num::Scheme(" +
+         std::to_string(int(k.scheme)) + "), mxq::cuda::FastShape(" + std::to_string(int(k.shape)) + "), " +
+         std::to_string(k.g) + ", " + std::to_string(k.h) + ", mxq::num::ScaleLayout(" +
+         std::to_string(int(k.row_layout)) + "), mxq::num::ScaleLayout(" + std::to_string(int(k.col_layout)) +
+         ")>>";
+}
+
+std::string kernel_source(const cuda::FastKey& k) {
+  return "// mxq JIT: " + key_text(k) + "\n#include \"cuda/quantize/fast.cuh\"\ntemplate __global__ void " +
+         kernel_name(k) + "(mxq::cuda::TileParams);\n";
+}
+
+std::vector<std::string> compile_options(int arch) {
+  // sm_90a and sm_100a: the architecture-specific targets (griddepcontrol, and later wgmma).
+  const std::string target = "--gpu-architecture=sm_" + std::to_string(arch) + (arch >= 90 ? "a" : "");
+  return {target, "-std=c++20", "-default-device"};
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+Compiled compile(const cuda::FastKey& k, int arch) {
+  if (!cuda::fast_key_valid(k)) fail(ErrorCode::internal, "jit: invalid kernel key " + key_text(k));
+  const std::string src = kernel_source(k), name = kernel_name(k);
+  std::vector<const char*> hnames, htexts;
+  for (int i = 0; i < kEmbeddedHeaderCount; ++i) {
+    hnames.push_back(kEmbeddedHeaders[i].name);
+    htexts.push_back(kEmbeddedHeaders[i].text);
+  }
+  const std::string what = "jit: compiling " + key_text(k) + " for sm_" + std::to_string(arch) + " with NVRTC " +
+                           nvrtc_version();
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = nvrtcCreateProgram(&prog, src.c_str(), "mxq_jit.cu", int(hnames.size()), htexts.data(), hnames.data());
+  if (r != NVRTC_SUCCESS) fail(ErrorCode::unsupported, what + " failed: " + nvrtcGetErrorString(r));
+  struct Guard {
+    nvrtcProgram& p;
+    ~Guard() { nvrtcDestroyProgram(&p); }
+  } guard{prog};
+  nvrtcAddNameExpression(prog, name.c_str());
+  const std::vector<std::string> opts = compile_options(arch);
+  std::vector<const char*> copts;
+  for (const auto& o : opts) copts.push_back(o.c_str());
+  r = nvrtcCompileProgram(prog, int(copts.size()), copts.data());
+  if (r != NVRTC_SUCCESS)
+    fail(ErrorCode::unsupported, what + " failed: " + nvrtcGetErrorString(r) + "\n" + nvrtc_log(prog));
+  const char* lowered = nullptr;
+  if (nvrtcGetLoweredName(prog, name.c_str(), &lowered) != NVRTC_SUCCESS || !lowered)
+    fail(ErrorCode::internal, what + ": no lowered name for " + name);
+  Compiled c;
+  c.lowered_name = lowered;
+  size_t n = 0;
+  if (nvrtcGetCUBINSize(prog, &n) != NVRTC_SUCCESS || n == 0) fail(ErrorCode::internal, what + ": no cubin");
+  c.cubin.resize(n);
+  nvrtcGetCUBIN(prog, reinterpret_cast<char*>(c.cubin.data()));
+  return c;
+}
+
+Key128 binary_key(const cuda::FastKey& k, int arch) {
+  std::vector<std::string> parts = {"mxq-jit-schema-" + std::to_string(kSchemaVersion), MXQ_VERSION,
+                                    kernel_source(k), "sm_" + std::to_string(arch), nvrtc_version()};
+  for (const auto& o : compile_options(arch)) parts.push_back(o);
+  for (int i = 0; i < kEmbeddedHeaderCount; ++i) {
+    parts.push_back(kEmbeddedHeaders[i].name);
+    parts.push_back(kEmbeddedHeaders[i].text);
+  }
+  std::vector<std::string_view> views(parts.begin(), parts.end());
+  return content_hash(views);
+}
+
+std::vector<uint8_t> to_payload(const Compiled& c) {
+  const uint32_t n = uint32_t(c.lowered_name.size());
+  std::vector<uint8_t> p(4 + n + c.cubin.size());
+  std::memcpy(p.data(), &n, 4);
+  std::memcpy(p.data() + 4, c.lowered_name.data(), n);
+  std::memcpy(p.data() + 4 + n, c.cubin.data(), c.cubin.size());
+  return p;
+}
+
+bool from_payload(const std::vector<uint8_t>& p, Compiled& c) {
+  uint32_t n = 0;
+  if (p.size() < 4) return false;
+  std::memcpy(&n, p.data(), 4);
+  if (p.size() < 4 + size_t(n) + 1) return false;
+  c.lowered_name.assign(reinterpret_cast<const char*>(p.data()) + 4, n);
+  c.cubin.assign(p.begin() + 4 + n, p.end());
+  return true;
+}
+
+uint64_t pack_key(const cuda::FastKey& k, int arch, int device) {
+  uint64_t v = 0;
+  int at = 0;
+  auto put = [&](uint64_t field, int bits) {
+    v |= (field & ((uint64_t(1) << bits) - 1)) << at;
+    at += bits;
+  };
+  put(uint64_t(k.dtype), 2);
+  put(uint64_t(k.scheme), 2);
+  put(uint64_t(k.elem), 2);
+  put(uint64_t(k.shape), 2);
+  put(uint64_t(log2i(k.g)), 3);
+  put(uint64_t(log2i(k.h)), 3);
+  put(uint64_t(k.row_layout), 2);
+  put(uint64_t(k.col_layout), 2);
+  put(uint64_t(arch), 12);
+  put(uint64_t(device), 16);
+  static_assert(kLog2Max < 8, "g and h take 3 bits");
+  return v;
+}
+
+std::vector<cuda::FastKey> all_keys() {
+  // Every preset with every direction, scale layout, element format and scale type: the keys of
+  // those the recipe validation accepts, as the dispatcher derives them.
+  std::vector<cuda::FastKey> keys;
+  const std::string presets = Recipe::preset_names();
+  std::vector<std::string> names;
+  for (size_t at = 0; at < presets.size();) {
+    const size_t end = presets.find(',', at);
+    std::string n = presets.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    while (!n.empty() && n.front() == ' ') n.erase(0, 1);
+    if (!n.empty()) names.push_back(n);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  for (const std::string& preset : names)
+    for (const char* dir : {"row", "col", "both"})
+      for (const char* layout : {"row_major", "mn_major_tma", "packed_ue8m0", "swizzled_128x4"})
+        for (const char* extra : {"", ",pow2=1,scale=float8_e8m0fnu", ",elem=float8_e5m2"}) {
+          Recipe r;
+          try {
+            r = Recipe::parse(preset + ":dir=" + dir + ",layout=" + layout + extra);
+            r.validate();
+          } catch (const Error&) {
+            continue;
+          }
+          for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
+            std::string why;
+            const auto k = cuda::fast_key_for(r, d, why);
+            if (k && std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
+          }
+        }
+  return keys;
+}
+
+}  // namespace mxq::runtime::jit

@@ -1,0 +1,168 @@
+#include "runtime/jit/kernels.hpp"
+
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "cuda/pdl.cuh"
+#include "cuda/quantize/fast_launch.hpp"
+#include "mxq/error.hpp"
+#include "runtime/jit/memory_cache.hpp"
+#include "runtime/settings.hpp"
+
+namespace mxq::runtime::jit {
+namespace {
+
+MemoryCache<Compiled>& cubins() {
+  static MemoryCache<Compiled> c;
+  return c;
+}
+
+struct Loaded {
+  CUmodule module;
+  CUfunction fn;
+};
+MemoryCache<Loaded>& functions() {
+  static MemoryCache<Loaded> c;
+  return c;
+}
+
+// The driver API through the runtime's entry points: the library does not link libcuda, so
+// that it loads on machines without a driver (CI).
+template <class F>
+F* driver(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12080, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || !fn)
+    fail(ErrorCode::device_error, std::string("jit: the CUDA driver has no ") + name);
+  return reinterpret_cast<F*>(fn);
+}
+struct Driver {
+  decltype(cuModuleLoadData)* module_load = driver<decltype(cuModuleLoadData)>("cuModuleLoadData");
+  decltype(cuModuleGetFunction)* get_function = driver<decltype(cuModuleGetFunction)>("cuModuleGetFunction");
+  decltype(cuLaunchKernelEx)* launch = driver<decltype(cuLaunchKernelEx)>("cuLaunchKernelEx");
+  decltype(cuGetErrorName)* error_name = driver<decltype(cuGetErrorName)>("cuGetErrorName");
+  decltype(cuGetErrorString)* error_string = driver<decltype(cuGetErrorString)>("cuGetErrorString");
+};
+const Driver& drv() {
+  static const Driver d;
+  return d;
+}
+
+void check_cu(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  drv().error_name(r, &name);
+  drv().error_string(r, &text);
+  fail(ErrorCode::device_error, what + " failed: " + (name ? name : "?") + ": " + (text ? text : "?"));
+}
+
+uint64_t cache_max_bytes() {
+  const char* v = std::getenv("MXQ_CACHE_MAX_MB");
+  char* end = nullptr;
+  const long long mb = v && *v ? std::strtoll(v, &end, 10) : 1024;
+  return mb > 0 && (!v || !*v || *end == '\0') ? uint64_t(mb) << 20 : uint64_t(1024) << 20;
+}
+
+}  // namespace
+
+DiskCache& disk_cache() {
+  static DiskCache c(default_cache_dir(), cache_max_bytes(),
+                     [](const std::string& m) { log(LogLevel::warn, "JIT disk cache: " + m); });
+  return c;
+}
+
+std::string unavailable_reason() {
+  if (!jit_enabled_by_env()) return "turned off by MXQ_JIT=0";
+  if (nvrtc_version().empty()) return "NVRTC does not answer";
+  return "";
+}
+
+std::string summary() {
+  const std::string why = unavailable_reason();
+  if (!why.empty()) return why;
+  DiskCache& d = disk_cache();
+  return "NVRTC " + nvrtc_version() + ", disk cache " +
+         (d.usable() ? d.dir() : "off (memory only: " + (d.why().empty() ? std::string("no directory") : d.why()) + ")");
+}
+
+const Compiled& compiled(const cuda::FastKey& key, int arch) {
+  return cubins().get(pack_key(key, arch, 0), [&] {
+    const Key128 bk = binary_key(key, arch);
+    DiskCache& d = disk_cache();
+    Compiled c;
+    if (auto payload = d.load(bk); payload && from_payload(*payload, c)) return c;
+    c = compile(key, arch);
+    d.store(bk, to_payload(c), key_text(key) + " sm_" + std::to_string(arch));
+    return c;
+  });
+}
+
+namespace {
+const Loaded& loaded(const cuda::FastKey& key, int device) {
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  const int arch = major * 10 + minor;
+  return functions().get(pack_key(key, arch, device), [&] {
+    const Compiled& c = compiled(key, arch);
+    cudaFree(nullptr);  // makes the device's primary context current for the driver API
+    Loaded l{};
+    check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + key_text(key));
+    check_cu(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
+    return l;
+  });
+}
+}  // namespace
+
+void prepare(const cuda::FastKey& key, int device) { loaded(key, device); }
+
+void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, int sms, cudaStream_t stream,
+            const cuda::TileParams& p) {
+  const Loaded& k = loaded(key, device);
+  const cuda::FastGeometry g = cuda::fast_geometry(key);
+  const dim3 grid = cuda::fast_grid(key, rows, cols, sms);
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid.x;
+  cfg.gridDimY = grid.y;
+  cfg.gridDimZ = 1;
+  cfg.blockDimX = unsigned(g.threads);
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = stream;
+  CUlaunchAttribute attr[1];
+  attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr[0].value.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  cuda::TileParams params = p;
+  void* args[] = {&params};
+  check_cu(drv().launch(&cfg, k.fn, args, nullptr), "jit: launching " + key_text(key));
+}
+
+std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, int arch, int threads) {
+  std::vector<std::string> failures;
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < keys.size();) {
+        try {
+          compiled(keys[i], arch);
+        } catch (const Error& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          failures.push_back(key_text(keys[i]) + ": " + e.what());
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  return failures;
+}
+
+}  // namespace mxq::runtime::jit
