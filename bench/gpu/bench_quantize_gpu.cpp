@@ -79,12 +79,14 @@ int main(int argc, char** argv) {
   std::string json_path;
   std::string only;
   bool quick = false;
+  bool host_only = false;  // --host: only the host cost per call
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--host")) host_only = true;
     else {
-      std::fprintf(stderr, "usage: bench_quantize_gpu [--quick] [--only RECIPE] [--json FILE]\n");
+      std::fprintf(stderr, "usage: bench_quantize_gpu [--quick] [--host] [--only RECIPE] [--json FILE]\n");
       return 2;
     }
   }
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
                            "fp4_block_1x32"};
   std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 7168}, {32768, 7168}};
   if (quick) shapes = {{1024, 7168}};
+  if (host_only) shapes.clear();
   std::vector<Row> rows;
   for (auto [m, k] : shapes) {
     const std::vector<float> xf = cli::make_activation(m, k, 42);
@@ -147,7 +150,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Small> small;
   for (int64_t m : {1, 16, 128}) {
-    if (!only.empty()) break;
+    if (!only.empty() || host_only) break;
     const int64_t k = 7168;
     std::vector<uint16_t> xb(size_t(m * k));
     const std::vector<float> xf = cli::make_activation(m, k, 7);

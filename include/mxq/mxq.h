@@ -38,7 +38,8 @@ typedef enum mxq_status {
   MXQ_ERROR_INTERNAL = 6             /* a bug, or out of memory */
 } mxq_status;
 
-/* Mirrors mxq::Backend. AUTO picks cpu for host tensors and cuda-aot for CUDA tensors. */
+/* Mirrors mxq::Backend. AUTO defers to mxq_set_default_backend, then MXQ_BACKEND; unset, it picks cpu
+ * for host tensors and, for CUDA tensors, a kernel built ahead of time, else a JIT-compiled one. */
 typedef enum mxq_backend {
   MXQ_BACKEND_AUTO = 0,
   MXQ_BACKEND_CPU = 1,

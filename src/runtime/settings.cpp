@@ -109,8 +109,9 @@ void record_dispatch(const char* op, Backend b, const std::string& kernel) {
   t_last.op = op;
   t_last.backend = backend_name(b);
   t_last.kernel = kernel;
-  log_once(LogLevel::info, std::string("backend/") + op + "/" + t_last.backend + "/" + kernel,
-           std::string(op) + ": backend " + t_last.backend + ", kernel " + kernel);
+  if (int(env_settings().log) >= int(LogLevel::info))  // no strings are built on the hot path otherwise
+    log_once(LogLevel::info, std::string("backend/") + op + "/" + t_last.backend + "/" + kernel,
+             std::string(op) + ": backend " + t_last.backend + ", kernel " + kernel);
 }
 
 void fallback(const char* op, const std::string& from, const std::string& to, const std::string& reason) {

@@ -79,9 +79,12 @@ DiskCache& disk_cache() {
 }
 
 std::string unavailable_reason() {
-  if (!jit_enabled_by_env()) return "turned off by MXQ_JIT=0";
-  if (nvrtc_version().empty()) return "NVRTC does not answer";
-  return "";
+  static const std::string why = [] {
+    if (!jit_enabled_by_env()) return std::string("turned off by MXQ_JIT=0");
+    if (nvrtc_version().empty()) return std::string("NVRTC does not answer");
+    return std::string();
+  }();
+  return why;
 }
 
 std::string summary() {
