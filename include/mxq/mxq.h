@@ -183,6 +183,16 @@ mxq_status mxq_set_default_backend(mxq_backend backend);
  *   on: 1 or 0. */
 mxq_status mxq_set_strict(int on);
 
+/* Compiles the cuda-jit kernels of some recipes into the memory and disk caches, in parallel,
+ * off the hot path (e.g. at start-up). Needs no GPU.
+ *   recipes, n: n recipe strings ("mxfp8:dir=both", ...); n = 0 compiles every preset and option.
+ *   arch:       compute capability, e.g. 90; 0 for the current device's (90 without one).
+ *   threads:    compiler threads; 0 for one per core.
+ *   configs:    NULL, or receives the number of kernel configurations now cached.
+ * MXQ_ERROR_BACKEND_UNAVAILABLE when the JIT is off (MXQ_JIT=0, no NVRTC, a CPU-only build);
+ * MXQ_ERROR_UNSUPPORTED when a configuration failed to compile (the message says which). */
+mxq_status mxq_jit_warmup(const char* const* recipes, size_t n, int arch, int threads, int* configs);
+
 /* The number of usable CUDA devices; 0 without CUDA (no error).
  *   count: receives it. */
 mxq_status mxq_cuda_device_count(int* count);

@@ -29,7 +29,8 @@ from ._core import UnsupportedError
 __all__ = [
     "BufferSpec", "FP8Block", "FP8Tensor", "Layout", "MX", "NVFP4", "QuantizedTensor", "RecipeLike",
     "UnsupportedError", "__version__", "dequantize", "dtype_names", "fp8_block", "fp8_tensor", "info",
-    "mx", "numpy_dtype", "nvfp4", "plan", "quantize", "recipe_name", "recipes",
+    "mx", "numpy_dtype", "nvfp4", "plan", "quantize", "recipe_name", "recipes", "set_backend", "get_backend",
+    "strict", "last_dispatch", "jit_warmup",
 ]
 
 __version__: str = _core.version()
@@ -381,6 +382,51 @@ def dequantize(q: QuantizedTensor, *, dtype: Union[str, type, np.dtype] = "float
     _core.dequantize(q.recipe, q.rows, q.cols, *args, _address(y), name, list(shape), strides, bool(columnwise),
                      backend)
     return y
+
+
+# ---- runtime switches ----------------------------------------------------------------------
+
+def set_backend(name: str) -> None:
+    """Process-wide default backend ("auto", "cpu", "cuda-aot", "cuda-jit") for calls whose
+    `backend` is "auto"; it wins over the environment variable MXQ_BACKEND. "auto" clears it."""
+    _core.set_default_backend(name)
+
+
+def get_backend() -> str:
+    """The process-wide default backend (the setter's, else MXQ_BACKEND's, else "auto")."""
+    return _core.default_backend()
+
+
+class strict:
+    """Strict mode: every fallback (e.g. from a specialised CUDA kernel to the generic one) raises
+    instead. `mxq.strict()` turns it on; `with mxq.strict():` turns it on for the block and then
+    restores the previous setting; `mxq.strict(False)` turns it off."""
+
+    def __init__(self, on: bool = True):
+        self._previous = _core.strict()
+        _core.set_strict(bool(on))
+
+    def __enter__(self) -> "strict":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _core.set_strict(self._previous)
+
+
+def last_dispatch() -> dict:
+    """What this thread's last quantize / dequantize ran: {"op", "backend", "kernel", "fallback"}."""
+    op, backend, kernel, fallback = _core.last_dispatch()
+    return {"op": op, "backend": backend, "kernel": kernel, "fallback": fallback}
+
+
+def jit_warmup(recipes: Sequence[RecipeLike] = (), *, arch: int = 0, threads: int = 0) -> int:
+    """Compiles the cuda-jit kernels of `recipes` (every preset and option when empty) into the
+    memory and disk caches, in parallel; needs no GPU. Returns the number of configurations
+    cached; raises UnsupportedError when the JIT is off or a configuration fails to compile."""
+    configs, failures = _core.jit_warmup([_recipe_text(r, "jit_warmup") for r in recipes], arch, threads)
+    if failures:
+        raise UnsupportedError("jit_warmup: " + "; ".join(failures))
+    return configs
 
 
 # ---- build ---------------------------------------------------------------------------------

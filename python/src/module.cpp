@@ -111,6 +111,26 @@ NB_MODULE(_core, m) {
     for (const auto& s : mxq::backend_status()) out.emplace_back(mxq::backend_name(s.backend), s.available, s.detail);
     return out;
   });
+  m.def("set_default_backend", [](const std::string& name) { mxq::set_default_backend(mxq::parse_backend(name)); },
+        "name"_a);
+  m.def("default_backend", [] { return std::string(mxq::backend_name(mxq::default_backend())); });
+  m.def("set_strict", &mxq::set_strict, "on"_a);
+  m.def("strict", &mxq::strict);
+  m.def("last_dispatch", [] {
+    const mxq::DispatchInfo d = mxq::last_dispatch();
+    return std::make_tuple(d.op, d.backend, d.kernel, d.fallback);
+  });
+  m.def(
+      "jit_warmup",
+      [](const std::vector<std::string>& recipes, int arch, int threads) {
+        mxq::JitWarmupResult r;
+        {
+          nb::gil_scoped_release release;
+          r = mxq::jit_warmup(recipes, arch, threads);
+        }
+        return std::make_tuple(r.configs, r.failures);
+      },
+      "recipes"_a, "arch"_a = 0, "threads"_a = 0);
   m.def("preset_names", &mxq::Recipe::preset_names);
   m.def("dtype_table", [] {
     int n = 0;

@@ -349,6 +349,23 @@ mxq_status mxq_set_strict(int on) {
   });
 }
 
+mxq_status mxq_jit_warmup(const char* const* recipes, size_t n, int arch, int threads, int* configs) {
+  return guarded("mxq_jit_warmup", [&] {
+    if (n > 0 && !recipes) fail_arg("mxq_jit_warmup: recipes=NULL with n=" + std::to_string(n) + "; expected an array");
+    std::vector<std::string> list;
+    for (size_t i = 0; i < n; ++i) {
+      if (!recipes[i]) fail_arg("mxq_jit_warmup: recipes[" + std::to_string(i) + "]=NULL; expected a recipe string");
+      list.emplace_back(recipes[i]);
+    }
+    if (arch < 0) fail_arg("mxq_jit_warmup: arch=" + to_string(arch) + "; expected 0 or a compute capability like 90");
+    const JitWarmupResult r = jit_warmup(list, arch, threads);
+    if (configs) *configs = r.configs;
+    if (!r.failures.empty())
+      fail(ErrorCode::unsupported, "mxq_jit_warmup: " + std::to_string(r.failures.size()) +
+                                       " configurations failed to compile; first: " + r.failures.front());
+  });
+}
+
 mxq_status mxq_cuda_device_count(int* count) {
   return guarded("mxq_cuda_device_count",
                  [&] { not_null(count, "mxq_cuda_device_count", "count") = runtime::cuda_device_count(); });

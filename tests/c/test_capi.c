@@ -362,6 +362,13 @@ static void test_info(void) {
   CHECK_OK(mxq_set_strict(1));
   CHECK_OK(mxq_set_strict(0));
   check_error(mxq_set_strict(2), MXQ_ERROR_INVALID_ARGUMENT, "on=2", "strict 2");
+  /* JIT warm-up: compiles where the JIT exists (no GPU needed), says why where it does not */
+  const char* warm[] = {"mxfp8"};
+  int configs = -1;
+  mxq_status ws = mxq_jit_warmup(warm, 1, 90, 1, &configs);
+  CHECK(ws == MXQ_OK ? configs == 3 : ws == MXQ_ERROR_BACKEND_UNAVAILABLE, "warm-up: status %d, %d configs (%s)",
+        (int)ws, configs, mxq_last_error());
+  check_error(mxq_jit_warmup(NULL, 2, 90, 1, NULL), MXQ_ERROR_INVALID_ARGUMENT, "recipes=NULL", "NULL recipes");
   int count = -1;
   CHECK_OK(mxq_cuda_device_count(&count));
   CHECK(count >= 0, "device count %d", count);

@@ -32,7 +32,8 @@ def main() -> int:
                     "-C", f"build-dir={build / 'python-pkg-build'}", "-C", "cmake.define.MXQ_CUDA=OFF", str(REPO)],
                    check=True)
     print(f"pip install: {time.monotonic() - t0:.1f} s")
-    env = dict(os.environ, PYTHONPATH=str(target), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=str(target), PYTHONDONTWRITEBYTECODE="1",
+               MXQ_CACHE_DIR=str(build / "python-pkg-jit-cache"))  # a JIT warm-up writes here
     return subprocess.run([sys.executable, "-m", "pytest", str(HERE), "-q", "-p", "no:cacheprovider",
                            *sys.argv[2:]], env=env, cwd=HERE).returncode
 
