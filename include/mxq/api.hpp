@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "mxq/error.hpp"
+#include "mxq/numerics/activations.h"
 #include "mxq/recipe.hpp"
 #include "mxq/tensor.hpp"
 
@@ -14,8 +15,26 @@ enum class Backend : uint8_t { automatic = 0, cpu = 1, cuda_aot = 2, cuda_jit = 
 const char* backend_name(Backend b);
 Backend parse_backend(std::string_view name, std::string_view argument = "backend");
 
+using num::Activation;  // none, gelu, gelu_tanh, silu, relu, qgelu, srelu, swiglu, geglu, reglu
+const char* activation_name(Activation a);
+Activation parse_activation(std::string_view name, std::string_view argument = "activation");
+
 struct QuantizeOptions {
   Backend backend = Backend::automatic;
+  // ---- fused epilogues (TransformerEngine's): what is quantized is y = f(x), in fp32, with the
+  // functions of numerics/activations.h. The cpu backend runs them in this build; the CUDA
+  // backends reject them (Error unsupported) until their kernels fuse them too.
+  //   activation: y = act(x); a gated one (swiglu, geglu, reglu) reads x as [M, 2N] rows
+  //     [a | b], gives y = act(a) * b, and `out` is planned for [M, N].
+  //   act_input: set for the backward pass: x is the incoming gradient and
+  //     y = x * act'(act_input) (same shape; activation must be elementwise).
+  //   dbias: receives the N column sums of y in fp32 (on the input's device).
+  //   noop: a scalar on the input's device; when it is non-zero the call writes nothing at all
+  //     (dbias and amax included), so that it can stay inside a CUDA graph.
+  Activation activation = Activation::none;
+  const TensorView* act_input = nullptr;
+  float* dbias = nullptr;
+  const float* noop = nullptr;
   // fp8_tensor and nvfp4: use this amax (one fp32 on the input's device) instead of computing
   // it, e.g. a static checkpoint scale (vLLM scaled_fp4_quant) or a delayed-scaling amax.
   const float* amax_in = nullptr;

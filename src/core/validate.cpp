@@ -47,12 +47,32 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   if (!is_float_io(c.x.dtype))
     fail_arg(std::string("quantize: input.dtype=") + dtype_name(c.x.dtype) +
              " is not supported; expected float32, float16 or bfloat16");
-  if (out.rows != c.x.rows || out.cols != c.x.cols)
+  const bool gated = num::is_gated(opt.activation);
+  if (int(opt.activation) > int(num::Activation::reglu))
+    fail_arg("quantize: options.activation=" + std::to_string(int(opt.activation)) + " is not an activation");
+  if (gated && c.x.cols % 2 != 0)
+    fail_arg(std::string("quantize: options.activation=") + activation_name(opt.activation) +
+             " reads rows [a | b]; input.cols=" + std::to_string(c.x.cols) + " must be even");
+  const int64_t out_cols = gated ? c.x.cols / 2 : c.x.cols;
+  if (out.rows != c.x.rows || out.cols != out_cols)
     fail_arg("quantize: quantized shape (" + std::to_string(out.rows) + ", " + std::to_string(out.cols) +
-             ") does not match input shape (" + std::to_string(c.x.rows) + ", " + std::to_string(c.x.cols) + ")");
+             ") does not match " + (gated ? "the gated output shape (" : "input shape (") + std::to_string(c.x.rows) +
+             ", " + std::to_string(out_cols) + ")");
+  if (opt.act_input) {
+    if (opt.activation == num::Activation::none || gated)
+      fail_arg(std::string("quantize: options.act_input (the backward pass) needs an elementwise options.activation, "
+                           "got ") + activation_name(opt.activation));
+    c.act_input = as_matrix(*opt.act_input, "options.act_input");
+    if (c.act_input.rows != c.x.rows || c.act_input.cols != c.x.cols || !(c.act_input.device == c.x.device) ||
+        !is_float_io(c.act_input.dtype))
+      fail_arg("quantize: options.act_input (" + std::to_string(c.act_input.rows) + ", " +
+               std::to_string(c.act_input.cols) + ") " + dtype_name(c.act_input.dtype) + " on " +
+               c.act_input.device.str() + " must match the gradient input: (" + std::to_string(c.x.rows) + ", " +
+               std::to_string(c.x.cols) + ") float32/float16/bfloat16 on " + c.x.device.str());
+  }
   if (!(out.device == c.x.device))
     fail_arg("quantize: quantized.device=" + out.device.str() + " differs from input.device=" + c.x.device.str());
-  c.layout = plan_for("quantize", out.recipe, c.x.rows, c.x.cols);
+  c.layout = plan_for("quantize", out.recipe, c.x.rows, out_cols);
   const std::string name = out.recipe.name();
   check_buffers(out, c.layout, name);
   const bool global = out.recipe.scheme == Scheme::fp8_tensor || out.recipe.scheme == Scheme::nvfp4;

@@ -30,6 +30,10 @@ num::ScaleGeometry direction_scale_geometry(const Recipe& r, int64_t rows, int64
 struct QuantizeCall {
   Matrix x;
   QuantizedLayout layout;
+  Matrix act_input;  // the backward pass's activation input (options.act_input), else empty
+  bool fused(const QuantizeOptions& o) const {
+    return o.activation != num::Activation::none || o.dbias || o.noop;
+  }
 };
 QuantizeCall check_quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& opt);
 

@@ -6,6 +6,8 @@
 namespace mxq::cpu {
 
 void quantize(const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt);
+// With the fused epilogues of `opt` (activation, act_input, dbias, noop): src/cpu/fused.cpp.
+void quantize_fused(const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt);
 void dequantize(const DequantizeCall& call, const QuantizedTensor& q, bool columnwise);
 
 }  // namespace mxq::cpu

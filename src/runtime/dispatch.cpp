@@ -25,6 +25,22 @@ Backend parse_backend(std::string_view name, std::string_view argument) {
            "'; valid: auto, cpu, cuda-aot, cuda-jit");
 }
 
+namespace {
+constexpr const char* kActivationNames[] = {"none",  "gelu",  "gelu_tanh", "silu",  "relu",
+                                            "qgelu", "srelu", "swiglu",    "geglu", "reglu"};
+}  // namespace
+
+const char* activation_name(Activation a) {
+  return int(a) <= int(Activation::reglu) ? kActivationNames[int(a)] : "invalid";
+}
+
+Activation parse_activation(std::string_view name, std::string_view argument) {
+  for (int i = 0; i <= int(Activation::reglu); ++i)
+    if (name == kActivationNames[i]) return Activation(i);
+  fail_arg(std::string(argument) + ": unknown activation '" + std::string(name) +
+           "'; valid: none, gelu, gelu_tanh, silu, relu, qgelu, srelu, swiglu, geglu, reglu");
+}
+
 std::string version() { return MXQ_VERSION; }
 std::string build_info() { return MXQ_BUILD_INFO; }
 
@@ -32,10 +48,17 @@ void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOpt
   const QuantizeCall call = check_quantize(x, out, options);
   runtime::begin_dispatch();
   const Backend b = runtime::select_backend(runtime::requested_backend(options.backend), call.x.device, "quantize");
+  const bool fused = call.fused(options);
   if (b == Backend::cpu) {
-    cpu::quantize(call, out, options);
-    runtime::record_dispatch("quantize", Backend::cpu, "reference");
+    if (fused) cpu::quantize_fused(call, out, options);
+    else cpu::quantize(call, out, options);
+    runtime::record_dispatch("quantize", Backend::cpu, fused ? "reference fused" : "reference");
   } else {
+    if (fused)
+      fail(ErrorCode::unsupported, std::string("quantize: fused epilogues (activation ") +
+                                       activation_name(options.activation) +
+                                       ", act_input, dbias, noop) run on the cpu backend in this build; the CUDA "
+                                       "kernels do not fuse them yet");
     runtime::cuda_quantize(b, call, out, options);
   }
 }

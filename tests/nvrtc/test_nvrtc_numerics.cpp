@@ -12,6 +12,7 @@ namespace {
 const char* kProbe = R"(
 #include "mxq/numerics/recipes.h"
 #include "mxq/numerics/layouts.h"
+#include "mxq/numerics/activations.h"
 using namespace mxq::num;
 extern "C" __global__ void probe(const float* x, unsigned char* out, unsigned* scales, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -21,7 +22,8 @@ extern "C" __global__ void probe(const float* x, unsigned char* out, unsigned* s
   const BlockScale b = block_scale(rule, amax_combine(0.0f, x[i]));
   const ScaleGeometry g{ScaleLayout::swizzled_128x4, 256, 8, false};
   scales[scale_offset(g, i % 256, i % 8) % 2048] = b.stored + mx_scale_code(x[i], ElemFormat::e4m3fn, MxRounding::floor);
-  out[i] = pack_fp4(quantize_element(x[i], b.multiplier, ElemFormat::e2m1),
+  const float act = act_f(Activation(i % 10), x[i]) + dact_f(Activation(i % 7), x[i]);
+  out[i] = uint8_t(act > 1.0f) ^ pack_fp4(quantize_element(x[i], b.multiplier, ElemFormat::e2m1),
                     quantize_element(x[i], fp8_block_scale(x[i], 448.0f, 1e-4f, true), ElemFormat::e5m2)) ^
            encode(x[i], ElemFormat::e4m3fn, Saturation::non_saturating) ^ encode_e8m0(x[i]) ^
            uint8_t(float_to_bf16(dequantize_value(out[i], ElemFormat::e4m3fn, decode_e8m0(3), 1.0f)));

@@ -1,0 +1,105 @@
+// The fused activations' arithmetic (numerics/activations.h) against the exact functions in
+// fp64: the error bounds the header states, measured over a dense sweep plus special values.
+// (Bit-exactness between backends holds by construction: both run these lines; the GPU tests
+// compare them byte for byte once the CUDA kernels fuse activations.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "mxq/numerics/activations.h"
+
+namespace mxq::num {
+namespace {
+
+// Distance in fp32 ulps between a float result and an exact value.
+double ulps(float got, double want) {
+  if (std::isnan(want)) return std::isnan(got) ? 0.0 : 1e9;
+  const float w = float(want);
+  const double ulp = std::isfinite(w) && w != 0.0f
+                         ? std::fabs(double(std::nextafter(std::fabs(w), INFINITY)) - std::fabs(double(w)))
+                         : double(std::numeric_limits<float>::denorm_min());
+  return std::fabs(double(got) - want) / ulp;
+}
+
+template <class F, class G>
+double max_ulps(F ours, G exact, double lo, double hi, int steps) {
+  double worst = 0.0;
+  for (int i = 0; i <= steps; ++i) {
+    const float x = float(lo + (hi - lo) * i / steps);
+    worst = std::max(worst, ulps(ours(x), exact(double(x))));
+  }
+  return worst;
+}
+
+TEST(Activations, ExpWithinTwoUlps) {
+  EXPECT_LE(max_ulps(exp_f, [](double x) { return std::exp(x); }, -87.0, 88.7, 2'000'000), 2.0);
+  EXPECT_EQ(exp_f(0.0f), 1.0f);
+  EXPECT_EQ(exp_f(100.0f), INFINITY);
+  EXPECT_EQ(exp_f(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(exp_f(NAN)));
+  EXPECT_EQ(exp_f(-INFINITY), 0.0f);
+  EXPECT_LE(ulps(exp_f(-100.0f), std::exp(-100.0)), 1.0);  // subnormal result, rounded once
+}
+
+TEST(Activations, TanhWithinSixErfWithinFourUlps) {
+  EXPECT_LE(max_ulps(tanh_f, [](double x) { return std::tanh(x); }, -12.0, 12.0, 2'000'000), 6.0);
+  EXPECT_LE(max_ulps(erf_f, [](double x) { return std::erf(x); }, -6.0, 6.0, 2'000'000), 4.0);
+  EXPECT_LE(max_ulps(tanh_f, [](double x) { return std::tanh(x); }, -1e-3, 1e-3, 200'000), 2.0);
+  EXPECT_LE(max_ulps(erf_f, [](double x) { return std::erf(x); }, -1e-3, 1e-3, 200'000), 3.0);
+  for (float z : {0.0f, -0.0f}) {
+    EXPECT_EQ(std::signbit(tanh_f(z)), std::signbit(z));
+    EXPECT_EQ(std::signbit(erf_f(z)), std::signbit(z));
+  }
+  EXPECT_EQ(tanh_f(INFINITY), 1.0f);
+  EXPECT_EQ(erf_f(-INFINITY), -1.0f);
+}
+
+double phi(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// The activations against fp64 evaluations of the same formulas. Where a formula cancels
+// (GELU's 1 + erf for x << 0) the error is relative to the size of the terms: the bound is
+// 8 ulps of the result plus 2e-7 |x|, the same order as TransformerEngine's fp32 erff / tanhf.
+TEST(Activations, ForwardAndDerivativeMatchTheirFormulas) {
+  struct Case {
+    Activation a;
+    double (*f)(double);
+    double (*df)(double);
+  } cases[] = {
+      {Activation::gelu, [](double x) { return x * phi(x); },
+       [](double x) { return phi(x) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI); }},
+      {Activation::gelu_tanh,
+       [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); },
+       [](double x) {
+         const double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x), t = std::tanh(u);
+         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x);
+       }},
+      {Activation::silu, [](double x) { return x * sig(x); }, [](double x) { return sig(x) * (1 + x * (1 - sig(x))); }},
+      {Activation::qgelu, [](double x) { return x * sig(1.702 * x); },
+       [](double x) { return sig(1.702 * x) * (1 + 1.702 * x * (1 - sig(1.702 * x))); }},
+      {Activation::relu, [](double x) { return x > 0 ? x : 0.0; }, [](double x) { return x > 0 ? 1.0 : 0.0; }},
+      {Activation::srelu, [](double x) { return x > 0 ? x * x : 0.0; }, [](double x) { return x > 0 ? 2 * x : 0.0; }},
+  };
+  for (const Case& c : cases) {
+    double worst = 0.0, worst_d = 0.0;
+    for (int i = 0; i <= 400'000; ++i) {
+      const float x = float(-20.0 + 40.0 * i / 400'000);
+      const double slack = 2e-7 * std::fabs(double(x));
+      auto excess = [&](float got, double want) {  // ulps, or 0 within the |x| slack
+        return std::fabs(double(got) - want) <= slack ? 0.0 : ulps(got, want);
+      };
+      worst = std::max(worst, excess(act_f(c.a, x), c.f(double(x))));
+      worst_d = std::max(worst_d, excess(dact_f(c.a, x), c.df(double(x))));
+    }
+    EXPECT_LE(worst, 8.0) << "activation " << int(c.a);
+    EXPECT_LE(worst_d, 8.0) << "derivative of activation " << int(c.a);
+  }
+  EXPECT_TRUE(std::isnan(act_f(Activation::relu, NAN)));
+  EXPECT_EQ(act_f(Activation::srelu, -3.0f), 0.0f);
+  EXPECT_EQ(act_f(Activation::relu, 2.5f), 2.5f);
+}
+
+}  // namespace
+}  // namespace mxq::num
