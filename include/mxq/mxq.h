@@ -47,6 +47,20 @@ typedef enum mxq_backend {
   MXQ_BACKEND_CUDA_JIT = 3
 } mxq_backend;
 
+/* Mirrors mxq::Activation: the activation fused into a quantize (mxq_quantize_options). */
+typedef enum mxq_activation {
+  MXQ_ACT_NONE = 0,
+  MXQ_ACT_GELU = 1,      /* x * Phi(x), with erf */
+  MXQ_ACT_GELU_TANH = 2, /* the tanh approximation */
+  MXQ_ACT_SILU = 3,
+  MXQ_ACT_RELU = 4,
+  MXQ_ACT_QGELU = 5,     /* x * sigmoid(1.702 x) */
+  MXQ_ACT_SRELU = 6,     /* relu(x)^2 */
+  MXQ_ACT_SWIGLU = 7,    /* gated: input rows [a | b] of width 2N -> silu(a) * b, width N */
+  MXQ_ACT_GEGLU = 8,     /* gated: gelu(a) * b */
+  MXQ_ACT_REGLU = 9      /* gated: relu(a) * b */
+} mxq_activation;
+
 /* A parsed recipe (scheme, element format, block shape, scale type and layout, ...). */
 typedef struct mxq_recipe_t* mxq_recipe;
 
@@ -124,8 +138,20 @@ typedef struct mxq_quantize_options {
   /* A cudaStream_t for CUDA tensors (NULL: the default stream); ignored on the CPU. The one
    * untyped pointer here, so that this header needs no CUDA headers. */
   void* stream;
+  /* ---- fused epilogues (the cpu backend runs them; CUDA backends answer
+   * MXQ_ERROR_UNSUPPORTED until their kernels fuse them). What is quantized is y = f(input):
+   *   activation: y = act(input); a gated one reads input rows [a | b] (width 2N), gives
+   *               act(a) * b, and `quantized` is for width N.
+   *   act_input:  NULL, or the backward pass: input is the gradient and
+   *               y = input * act'(act_input) (same shape; activation must be elementwise).
+   *   dbias:      NULL, or float32 [N] that receives the column sums of y.
+   *   noop:       NULL, or one float32 on the input's device; non-zero: write nothing at all. */
+  mxq_activation activation;
+  const DLTensor* act_input;
+  DLTensor* dbias;
+  const DLTensor* noop;
 } mxq_quantize_options;
-#define MXQ_QUANTIZE_OPTIONS_INIT {sizeof(mxq_quantize_options), MXQ_BACKEND_AUTO, NULL, NULL, NULL}
+#define MXQ_QUANTIZE_OPTIONS_INIT {sizeof(mxq_quantize_options), MXQ_BACKEND_AUTO, NULL, NULL, NULL, MXQ_ACT_NONE, NULL, NULL, NULL}
 
 /* Quantizes input into the buffers of `quantized`. Validates every argument before the
  * first write. The CPU backend returns when done; a CUDA backend enqueues on options.stream.

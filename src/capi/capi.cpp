@@ -1,6 +1,7 @@
 // The C ABI of include/mxq/mxq.h over the C++ API. This file only translates: DLTensors into
 // TensorViews and Buffers, C structs into C++ options, mxq::Error into a status plus a
 // thread-local message. Every check of shapes, sizes and recipes stays in the C++ API.
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -27,6 +28,9 @@ static_assert(MXQ_ERROR_INVALID_ARGUMENT == int(ErrorCode::invalid_argument) &&
                   MXQ_ERROR_FALLBACK_FORBIDDEN == int(ErrorCode::fallback_forbidden) &&
                   MXQ_ERROR_DEVICE == int(ErrorCode::device_error) && MXQ_ERROR_INTERNAL == int(ErrorCode::internal),
               "mxq_status must mirror mxq::ErrorCode");
+static_assert(MXQ_ACT_REGLU == int(Activation::reglu) && MXQ_ACT_SWIGLU == int(Activation::swiglu) &&
+                  MXQ_ACT_GELU == int(Activation::gelu),
+              "mxq_activation must mirror mxq::Activation");
 static_assert(MXQ_BACKEND_AUTO == int(Backend::automatic) && MXQ_BACKEND_CPU == int(Backend::cpu) &&
                   MXQ_BACKEND_CUDA_AOT == int(Backend::cuda_aot) && MXQ_BACKEND_CUDA_JIT == int(Backend::cuda_jit),
               "mxq_backend must mirror mxq::Backend");
@@ -279,14 +283,38 @@ mxq_status mxq_quantize(mxq_recipe recipe, const DLTensor* input, const mxq_quan
     const TensorView x = matrix_view_of(input, "input");
     const Matrix m = as_matrix(x, "input");
     QuantizeOptions opt;
+    TensorView act_input;
+    int64_t out_cols = m.cols;
     if (options) {
-      check_struct_size(options->size, sizeof(mxq_quantize_options), "options.size", "mxq_quantize_options");
+      // Structs grow by appending: a caller compiled before the fused fields has the old size.
+      constexpr size_t kBeforeFusion = offsetof(mxq_quantize_options, activation);
+      if (options->size != sizeof(mxq_quantize_options) && options->size != kBeforeFusion)
+        check_struct_size(options->size, sizeof(mxq_quantize_options), "options.size", "mxq_quantize_options");
       opt.backend = backend_of(options->backend, "options.backend");
       opt.amax_in = scalar_of(options->amax_in, "options.amax_in", x.device);
       opt.scale_in = scalar_of(options->scale_in, "options.scale_in", x.device);
       opt.stream = options->stream;
+      if (options->size == sizeof(mxq_quantize_options)) {
+        const int a = int(options->activation);
+        if (a < 0 || a > int(Activation::reglu))
+          fail_arg("options.activation=" + to_string(a) + " is not an mxq_activation; expected 0 (none) to 9 (reglu)");
+        opt.activation = Activation(a);
+        if (num::is_gated(opt.activation)) out_cols = m.cols / 2;
+        if (options->act_input) {
+          act_input = view_of(options->act_input, "options.act_input");
+          opt.act_input = &act_input;
+        }
+        if (options->dbias) {
+          const Buffer b = buffer_of(options->dbias, "options.dbias", DType::float32, x.device, "input");
+          if (b.bytes < out_cols * 4)
+            fail_arg("options.dbias holds " + to_string(b.bytes) + " bytes; the column sums need " +
+                     to_string(out_cols * 4) + " (float32 [" + to_string(out_cols) + "])");
+          opt.dbias = static_cast<float*>(b.data);
+        }
+        opt.noop = scalar_of(options->noop, "options.noop", x.device);
+      }
     }
-    quantize(x, quantized_of(r, m.rows, m.cols, quantized, x.device, "input"), opt);
+    quantize(x, quantized_of(r, m.rows, out_cols, quantized, x.device, "input"), opt);
   });
 }
 

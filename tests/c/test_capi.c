@@ -374,9 +374,67 @@ static void test_info(void) {
   CHECK(count >= 0, "device count %d", count);
 }
 
+/* Fused reglu (rows [a | b] -> relu(a) * b), with dbias and noop: equal to quantizing the
+ * product computed here (relu and one fp32 multiply are exact to compute in C). */
+static void test_fused_reglu(void) {
+  enum { R = 8, N = 64 };
+  printf("mxfp8 fused reglu, float32 %dx%d -> %dx%d, dbias, noop\n", R, 2 * N, R, N);
+  mxq_recipe r = parse("mxfp8");
+  mxq_layout L;
+  CHECK_OK(mxq_plan(r, R, N, &L));
+  static float x[R * 2 * N], y[R * N];
+  float dbias[N], want_dbias[N];
+  uint32_t seed = 7;
+  for (int i = 0; i < R * 2 * N; ++i) x[i] = next_value(&seed);
+  for (int c = 0; c < N; ++c) {
+    double s = 0;
+    for (int row = 0; row < R; ++row) {
+      const float a = x[row * 2 * N + c], b = x[row * 2 * N + N + c];
+      y[row * N + c] = (a > 0 ? a : 0.0f) * b;
+      s += y[row * N + c];
+    }
+    want_dbias[c] = (float)s;
+  }
+  Tensor in, yt, db, flag;
+  tensor_init(&in, x, kDLFloat, 32, R, 2 * N);
+  tensor_init(&yt, y, kDLFloat, 32, R, N);
+  tensor_init(&db, dbias, kDLFloat, 32, 1, N);
+  db.t.ndim = 1;
+  db.t.shape = &db.shape[1];
+  float one = 1.0f;
+  tensor_init(&flag, &one, kDLFloat, 32, 1, 1);
+  flag.t.ndim = 1;
+  flag.t.shape = &flag.shape[1];
+
+  mxq_quantize_options o = MXQ_QUANTIZE_OPTIONS_INIT;
+  o.activation = MXQ_ACT_REGLU;
+  o.dbias = &db.t;
+  o.noop = &flag.t;
+  Quantized fused, plain;
+  quantized_alloc(&fused, &L);
+  quantized_alloc(&plain, &L);
+  for (int c = 0; c < N; ++c) dbias[c] = -7.0f;
+  CHECK_OK(mxq_quantize(r, &in.t, &fused.q, &o)); /* noop = 1: nothing written */
+  CHECK(all_poison(&fused) && dbias[0] == -7.0f, "noop wrote an output");
+  o.noop = NULL;
+  CHECK_OK(mxq_quantize(r, &in.t, &fused.q, &o));
+  CHECK_OK(mxq_quantize(r, &yt.t, &plain.q, NULL));
+  for (int i = 0; i < 6; ++i)
+    CHECK(fused.bytes[i] == plain.bytes[i] && (fused.bytes[i] == 0 || memcmp(fused.mem[i], plain.mem[i],
+                                                                              (size_t)fused.bytes[i]) == 0),
+          "fused reglu buffer %d differs from quantizing relu(a) * b", i);
+  CHECK(memcmp(dbias, want_dbias, sizeof dbias) == 0, "dbias[0] %g, expected %g", dbias[0], want_dbias[0]);
+  o.activation = (mxq_activation)12;
+  check_error(mxq_quantize(r, &in.t, &fused.q, &o), MXQ_ERROR_INVALID_ARGUMENT, "options.activation=12", "bad act");
+  quantized_free(&fused);
+  quantized_free(&plain);
+  mxq_recipe_destroy(r);
+}
+
 int main(void) {
   test_mxfp8_float32();
   test_nvfp4_bf16();
+  test_fused_reglu();
   test_errors();
   test_info();
   if (failures)
