@@ -262,6 +262,7 @@ class QuantizedTensor:
     col_scales: Optional[np.ndarray] = None
     global_scale: Optional[np.ndarray] = None
     amax: Optional[np.ndarray] = None
+    dbias: Optional[np.ndarray] = None  # quantize(..., dbias=True): float32 column sums of the values quantized
 
     @property
     def rows(self) -> int:
@@ -313,7 +314,9 @@ def _check_array(x, op: str, arg: str) -> np.ndarray:
     return x
 
 
-def quantize(x: np.ndarray, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "auto") -> QuantizedTensor:
+def quantize(x: np.ndarray, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "auto",
+             activation: str = "none", act_input: Optional[np.ndarray] = None, dbias: bool = False,
+             noop=None) -> QuantizedTensor:
     """Quantizes x (float32, float16 or ml_dtypes.bfloat16; N-D arrays collapse to rows over the
     last dimension, which must be contiguous; rows may be strided) with ``recipe`` (a preset string
     with options, or a helper such as ``mxq.mx("e4m3", dir="both")``).
@@ -321,6 +324,13 @@ def quantize(x: np.ndarray, recipe: RecipeLike, *, amax=None, scale=None, backen
     ``amax``: fp8_tensor and nvfp4 use this tensor amax instead of computing it. ``scale``:
     fp8_tensor uses this encode scale directly. ``backend``: "auto", "cpu", "cuda-aot"
     ("auto" is the CPU reference for NumPy arrays).
+
+    Fused epilogues (TransformerEngine's), computed in fp32 with mxq's own exp/tanh/erf so that
+    every backend gives the same bits: ``activation`` ("gelu", "gelu_tanh", "silu", "relu",
+    "qgelu", "srelu"; gated "swiglu", "geglu", "reglu" read the last dimension as [a | b] and
+    halve it) quantizes act(x); with ``act_input`` (same shape) x is the gradient and
+    x * act'(act_input) is quantized; ``dbias=True`` also returns the float32 column sums of the
+    quantized values in ``q.dbias``; ``noop`` (a scalar) non-zero makes the call write nothing.
 
     Raises TypeError for a non-NumPy input or an unsupported dtype, ValueError for an invalid
     recipe, shape or option (with the C++ message), UnsupportedError for a request this build
@@ -339,20 +349,37 @@ def quantize(x: np.ndarray, recipe: RecipeLike, *, amax=None, scale=None, backen
     if any(s % x.itemsize for s in x.strides):
         raise ValueError(f"quantize: x.strides={x.strides} (bytes) are not multiples of the element size {x.itemsize}")
     shape = tuple(int(s) for s in x.shape)
-    rows, cols = math.prod(shape[:-1]), shape[-1]
+    gated = activation in ("swiglu", "geglu", "reglu")
+    if gated and shape[-1] % 2:
+        raise ValueError(f"quantize: activation={activation} reads the last dimension as [a | b]; "
+                         f"x.shape[-1]={shape[-1]} must be even")
+    out_shape = shape[:-1] + (shape[-1] // 2,) if gated else shape
+    rows, cols = math.prod(shape[:-1]), out_shape[-1]
     layout = _plan(text, rows, cols, "quantize")
     out = {b: (None if getattr(layout, b) is None else getattr(layout, b).empty()) for b in _BUFFERS}
     amax_in, scale_in = _scalar(amax, "amax"), _scalar(scale, "scale")
+    noop_in = _scalar(noop, "noop")
+    act = None
+    if act_input is not None:
+        act = _check_array(act_input, "quantize", "act_input")
+        if _table_name(act.dtype) not in _INPUT_DTYPES:
+            raise TypeError(f"quantize: act_input.dtype={act.dtype} is not supported")
+    dbias_out = np.zeros(cols, np.float32) if dbias else None
     args = [_buffer_arg(out[b], None, b, "quantize") for b in _BUFFERS]
     _core.quantize(_address(x), dt, list(shape), [s // x.itemsize for s in x.strides], text, rows, cols, *args,
                    0 if amax_in is None else _address(amax_in), 0 if scale_in is None else _address(scale_in),
-                   backend)
+                   backend, activation,
+                   0 if act is None else _address(act), "float32" if act is None else _table_name(act.dtype),
+                   [] if act is None else [int(s) for s in act.shape],
+                   [] if act is None else [s // act.itemsize for s in act.strides],
+                   0 if dbias_out is None else _address(dbias_out), 0 if noop_in is None else _address(noop_in))
+    shape = out_shape
     if out["data"] is not None:
         out["data"] = out["data"].reshape(shape[:-1] + (out["data"].shape[-1],))
     for b in ("global_scale", "amax"):
         if out[b] is not None:
             out[b] = out[b].reshape(1)
-    return QuantizedTensor(layout.recipe, shape, **out)
+    return QuantizedTensor(layout.recipe, shape, **out, dbias=dbias_out)
 
 
 def dequantize(q: QuantizedTensor, *, dtype: Union[str, type, np.dtype] = "float32", columnwise: bool = False,

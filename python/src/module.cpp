@@ -163,7 +163,9 @@ NB_MODULE(_core, m) {
       [](uintptr_t x, const std::string& x_dtype, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
          const std::string& recipe, int64_t rows, int64_t cols, BufferArg data, BufferArg scales, BufferArg col_data,
          BufferArg col_scales, BufferArg global_scale, BufferArg amax, uintptr_t amax_in, uintptr_t scale_in,
-         const std::string& backend) {
+         const std::string& backend, const std::string& activation, uintptr_t act, const std::string& act_dtype,
+         const std::vector<int64_t>& act_shape, const std::vector<int64_t>& act_strides, uintptr_t dbias,
+         uintptr_t noop) {
         const mxq::TensorView v = view_of(x, x_dtype, shape, strides, "input");
         const mxq::QuantizedTensor q = quantized_of(mxq::Recipe::parse(recipe), rows, cols, data, scales, col_data,
                                                     col_scales, global_scale, amax);
@@ -171,11 +173,21 @@ NB_MODULE(_core, m) {
         o.backend = mxq::parse_backend(backend);
         o.amax_in = reinterpret_cast<const float*>(amax_in);
         o.scale_in = reinterpret_cast<const float*>(scale_in);
+        o.activation = mxq::parse_activation(activation);
+        mxq::TensorView av;
+        if (act) {
+          av = view_of(act, act_dtype, act_shape, act_strides, "act_input");
+          o.act_input = &av;
+        }
+        o.dbias = reinterpret_cast<float*>(dbias);
+        o.noop = reinterpret_cast<const float*>(noop);
         nb::gil_scoped_release release;
         mxq::quantize(v, q, o);
       },
       "x"_a, "x_dtype"_a, "shape"_a, "strides"_a, "recipe"_a, "rows"_a, "cols"_a, "data"_a, "scales"_a,
-      "col_data"_a, "col_scales"_a, "global_scale"_a, "amax"_a, "amax_in"_a, "scale_in"_a, "backend"_a);
+      "col_data"_a, "col_scales"_a, "global_scale"_a, "amax"_a, "amax_in"_a, "scale_in"_a, "backend"_a,
+      "activation"_a = "none", "act"_a = 0, "act_dtype"_a = "float32", "act_shape"_a = std::vector<int64_t>{},
+      "act_strides"_a = std::vector<int64_t>{}, "dbias"_a = 0, "noop"_a = 0);
 
   m.def(
       "dequantize",
