@@ -98,6 +98,23 @@ struct JitWarmupResult {
 };
 JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arch = 0, int threads = 0);
 
+// ---- Block-scaled FP8 GEMM: D[M, N] = alpha * A[M, K] . B[N, K]^T (+ C) (+ bias[N]).
+// A and B are what quantize() wrote: float8_e4m3fn, K-major (rowwise), with fp8_block scales:
+//   1D2D (inference, forward): A fp8_block_1x128, B fp8_block_128x128 (DeepGEMM fp8_gemm_nt);
+//   1D1D (weight gradient):    A and B fp8_block_1x128;
+// fp32 or UE8M0 (pow2) scales, in any layout quantize() writes. D is float32 or bfloat16; C
+// (optional) is float32 [M, N] and may be D itself (accumulate); bias is float32 [N].
+// The cpu backend (the reference) computes each output in fp64 from the exact products
+// code * scale and rounds once; the CUDA GEMM is issue 6's next step (unsupported until then).
+struct GemmOptions {
+  Backend backend = Backend::automatic;
+  float alpha = 1.0f;
+  const TensorView* c = nullptr;
+  const float* bias = nullptr;
+  void* stream = nullptr;
+};
+void gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& options = {});
+
 struct BackendStatus {
   Backend backend;
   bool available;

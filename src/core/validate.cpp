@@ -91,6 +91,48 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   return c;
 }
 
+namespace {
+// A GEMM operand: block-scaled E4M3, rowwise (K-major), 1 x 128 or (B only) 128 x 128 blocks.
+void check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
+  const Recipe& r = q.recipe;
+  const bool blocks_ok = r.block_cols == 128 && (r.block_rows == 1 || (allow_2d && r.block_rows == 128));
+  if (r.scheme != Scheme::fp8_block || r.elem != ElemFormat::e4m3fn || !blocks_ok || !r.has_rowwise())
+    fail_arg(std::string("gemm: ") + name + ".recipe=" + r.name() + " is not supported; expected fp8_block_1x128" +
+             (allow_2d ? " or fp8_block_128x128" : "") + " (float8_e4m3fn, rowwise; fp32 or pow2/UE8M0 scales)");
+  QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
+  need.col_data = need.col_scales = need.global_scale = need.amax = {};
+  check_buffers(q, need, std::string(name) + " (" + r.name() + ")");
+}
+}  // namespace
+
+GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& dv, const GemmOptions& opt) {
+  check_gemm_operand(a, "a", false);
+  check_gemm_operand(b, "b", true);
+  if (a.cols != b.cols)
+    fail_arg("gemm: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and b is (" +
+             std::to_string(b.rows) + ", " + std::to_string(b.cols) + "); both must be K-major with the same K");
+  if (!(a.device == b.device))
+    fail_arg("gemm: a.device=" + a.device.str() + " differs from b.device=" + b.device.str());
+  GemmCall c;
+  c.d = as_matrix(dv, "d");
+  if (c.d.dtype != DType::float32 && c.d.dtype != DType::bfloat16)
+    fail_arg(std::string("gemm: d.dtype=") + dtype_name(c.d.dtype) + " is not supported; expected float32 or bfloat16");
+  if (c.d.rows != a.rows || c.d.cols != b.rows)
+    fail_arg("gemm: d is (" + std::to_string(c.d.rows) + ", " + std::to_string(c.d.cols) + "); expected (M, N) = (" +
+             std::to_string(a.rows) + ", " + std::to_string(b.rows) + ")");
+  if (!(c.d.device == a.device))
+    fail_arg("gemm: d.device=" + c.d.device.str() + " differs from a.device=" + a.device.str());
+  if (opt.c) {
+    c.c = as_matrix(*opt.c, "options.c");
+    if (c.c.dtype != DType::float32 || c.c.rows != c.d.rows || c.c.cols != c.d.cols || !(c.c.device == c.d.device))
+      fail_arg("gemm: options.c must be float32 (" + std::to_string(c.d.rows) + ", " + std::to_string(c.d.cols) +
+               ") on " + c.d.device.str() + ", got " + dtype_name(c.c.dtype) + " (" + std::to_string(c.c.rows) + ", " +
+               std::to_string(c.c.cols) + ") on " + c.c.device.str());
+  }
+  if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + std::to_string(opt.alpha) + " must be finite");
+  return c;
+}
+
 DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, const DequantizeOptions& opt) {
   DequantizeCall c;
   c.y = as_matrix(yv, "output");

@@ -37,6 +37,12 @@ struct QuantizeCall {
 };
 QuantizeCall check_quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& opt);
 
+// A GEMM call, validated: D and (optionally) C as matrices.
+struct GemmCall {
+  Matrix d, c;
+};
+GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& opt);
+
 struct DequantizeCall {
   Matrix y;
   QuantizedLayout layout;

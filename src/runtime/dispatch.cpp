@@ -63,6 +63,17 @@ void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOpt
   }
 }
 
+void gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& options) {
+  const GemmCall call = check_gemm(a, b, d, options);
+  runtime::begin_dispatch();
+  const Backend be = runtime::select_backend(runtime::requested_backend(options.backend), call.d.device, "gemm");
+  if (be != Backend::cpu)
+    fail(ErrorCode::unsupported, "gemm: the CUDA block-scaled GEMM is not in this build yet (issue 6); the cpu "
+                                 "backend computes the reference for CPU tensors");
+  cpu::gemm(call, a, b, options);
+  runtime::record_dispatch("gemm", Backend::cpu, "reference fp64");
+}
+
 void dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& options) {
   const DequantizeCall call = check_dequantize(q, y, options);
   runtime::begin_dispatch();

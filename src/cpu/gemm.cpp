@@ -1,0 +1,63 @@
+// The block-scaled FP8 GEMM's reference: both operands decoded exactly (code * scale in fp64),
+// dot products accumulated in fp64, alpha, C and bias applied in fp64, then rounded to fp32 once
+// (bf16 D: through that fp32, as a GPU epilogue converts its fp32 accumulators).
+// Multithreaded over rows of D.
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "cpu/cpu_backend.hpp"
+#include "mxq/numerics/formats.h"
+#include "mxq/numerics/layouts.h"
+#include "mxq/numerics/recipes.h"
+
+namespace mxq::cpu {
+namespace {
+
+// Operand rows decoded to fp64: value (r, k) = decode(code) * scale of its block.
+std::vector<double> decode_operand(const QuantizedTensor& q) {
+  const QuantizedLayout L = plan(q.recipe, q.rows, q.cols);
+  const num::ScaleGeometry& g = L.scales.geometry;
+  const auto* codes = static_cast<const uint8_t*>(q.data.data);
+  const bool fp32 = q.recipe.scale_type == ScaleType::float32 && q.recipe.layout != ScaleLayout::packed_ue8m0;
+  const int br = q.recipe.block_rows, bc = q.recipe.block_cols;
+  std::vector<double> v(size_t(q.rows * q.cols));
+  for (int64_t r = 0; r < q.rows; ++r)
+    for (int64_t k = 0; k < q.cols; ++k) {
+      const int64_t off = num::scale_offset(g, r / br, k / bc);
+      const uint32_t stored = fp32 ? static_cast<const uint32_t*>(q.scales.data)[off]
+                                   : static_cast<const uint8_t*>(q.scales.data)[off];
+      const double s = num::block_decode_scale(q.recipe.scheme, q.recipe.scale_type == ScaleType::ue8m0, stored);
+      v[size_t(r * q.cols + k)] = double(num::decode(codes[r * q.cols + k], q.recipe.elem)) * s;
+    }
+  return v;
+}
+
+}  // namespace
+
+void gemm(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
+  const std::vector<double> av = decode_operand(a), bv = decode_operand(b);
+  const int64_t m = a.rows, n = b.rows, k = a.cols;
+  const Matrix& d = call.d;
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        const double* x = &av[size_t(i * k)];
+        const double* y = &bv[size_t(j * k)];
+        for (int64_t t = 0; t < k; ++t) acc += x[t] * y[t];
+        double out = double(opt.alpha) * acc;
+        if (call.c.data) out += double(static_cast<const float*>(call.c.data)[i * call.c.row_stride + j]);
+        if (opt.bias) out += double(opt.bias[j]);
+        const float f = float(out);
+        if (d.dtype == DType::float32) static_cast<float*>(d.data)[i * d.row_stride + j] = f;
+        else static_cast<uint16_t*>(d.data)[i * d.row_stride + j] = num::float_to_bf16(f);
+      }
+  };
+  const int64_t workers = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<int64_t>(1, m));
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w) pool.emplace_back(rows, m * w / workers, m * (w + 1) / workers);
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace mxq::cpu
