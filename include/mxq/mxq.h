@@ -183,6 +183,26 @@ typedef struct mxq_dequantize_options {
 mxq_status mxq_dequantize(mxq_recipe recipe, const mxq_quantized* quantized, int64_t rows, int64_t cols,
                           DLTensor* output, int columnwise, const mxq_dequantize_options* options);
 
+/* Options of mxq_gemm; NULL for the defaults. Initialise with MXQ_GEMM_OPTIONS_INIT. */
+typedef struct mxq_gemm_options {
+  size_t size; /* sizeof(mxq_gemm_options) */
+  mxq_backend backend;
+  float alpha;           /* D = alpha * A . B^T (+ C) (+ bias); 1 by default */
+  const DLTensor* c;     /* NULL, or float32 (M, N) on D's device; may be D itself (accumulate) */
+  const DLTensor* bias;  /* NULL, or float32 (N) on D's device */
+  void* stream;          /* cudaStream_t, as in mxq_quantize_options */
+} mxq_gemm_options;
+#define MXQ_GEMM_OPTIONS_INIT {sizeof(mxq_gemm_options), MXQ_BACKEND_AUTO, 1.0f, NULL, NULL, NULL}
+
+/* Block-scaled FP8 GEMM: D (M, N) = alpha * A (M, K) . B (N, K)^T (+ C) (+ bias), both operands
+ * K-major as mxq_quantize writes them. 1D2D: A fp8_block_1x128, B fp8_block_128x128; 1D1D: both
+ * fp8_block_1x128 (fp32 or pow2/UE8M0 scales, any layout). The cpu backend is the fp64
+ * reference; a CUDA D gives MXQ_ERROR_UNSUPPORTED in this build (the CUDA GEMM comes next).
+ *   a_recipe, a, m, k: A's recipe, buffers and shape;  b_recipe, b, n: B's (its K is k).
+ *   d: float32 or bfloat16 (M, N).  options: NULL or options. */
+mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int64_t k, mxq_recipe b_recipe,
+                    const mxq_quantized* b, int64_t n, DLTensor* d, const mxq_gemm_options* options);
+
 /* The library version (semantic versioning): each pointer receives one part. */
 mxq_status mxq_version(int* major, int* minor, int* patch);
 

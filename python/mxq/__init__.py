@@ -30,7 +30,7 @@ __all__ = [
     "BufferSpec", "FP8Block", "FP8Tensor", "Layout", "MX", "NVFP4", "QuantizedTensor", "RecipeLike",
     "UnsupportedError", "__version__", "dequantize", "dtype_names", "fp8_block", "fp8_tensor", "info",
     "mx", "numpy_dtype", "nvfp4", "plan", "quantize", "recipe_name", "recipes", "set_backend", "get_backend",
-    "strict", "last_dispatch", "jit_warmup",
+    "strict", "last_dispatch", "jit_warmup", "gemm",
 ]
 
 __version__: str = _core.version()
@@ -409,6 +409,33 @@ def dequantize(q: QuantizedTensor, *, dtype: Union[str, type, np.dtype] = "float
     _core.dequantize(q.recipe, q.rows, q.cols, *args, _address(y), name, list(shape), strides, bool(columnwise),
                      backend)
     return y
+
+
+def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c: Optional[np.ndarray] = None,
+         bias: Optional[np.ndarray] = None, out_dtype: str = "float32", backend: str = "auto") -> np.ndarray:
+    """Block-scaled FP8 GEMM: alpha * A . B^T (+ c) (+ bias), A (M, K) and B (N, K) both quantized
+    K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
+    Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16"). The CPU backend is the
+    fp64 reference; the CUDA GEMM is not in this build yet."""
+    for name, q in (("a", a), ("b", b)):
+        if not isinstance(q, QuantizedTensor):
+            raise TypeError(f"gemm: {name} must be an mxq.QuantizedTensor, got {type(q).__name__}")
+    if out_dtype not in ("float32", "bfloat16"):
+        raise TypeError(f"gemm: out_dtype={out_dtype!r}; expected 'float32' or 'bfloat16'")
+    m, n, k = a.rows, b.rows, a.cols
+    la, lb = _plan(a.recipe, a.rows, a.cols, "gemm"), _plan(b.recipe, b.rows, b.cols, "gemm")
+    d = np.empty((m, n), dtype=_DTYPES[out_dtype])
+    cc = None if c is None else np.ascontiguousarray(np.asarray(c, dtype=np.float32))
+    bb = None if bias is None else np.ascontiguousarray(np.asarray(bias, dtype=np.float32)).reshape(-1)
+    if cc is not None and cc.shape != (m, n):
+        raise ValueError(f"gemm: c.shape={cc.shape}; expected ({m}, {n})")
+    if bb is not None and bb.size != n:
+        raise ValueError(f"gemm: bias has {bb.size} values; expected {n}")
+    _core.gemm(a.recipe, m, k, _buffer_arg(a.data, la.data, "data", "gemm"), _buffer_arg(a.scales, la.scales, "scales", "gemm"),
+               b.recipe, n, b.cols, _buffer_arg(b.data, lb.data, "data", "gemm"), _buffer_arg(b.scales, lb.scales, "scales", "gemm"),
+               _address(d), out_dtype, float(alpha), 0 if cc is None else _address(cc), 0 if bb is None else _address(bb),
+               backend)
+    return d
 
 
 # ---- runtime switches ----------------------------------------------------------------------

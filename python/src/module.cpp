@@ -190,6 +190,31 @@ NB_MODULE(_core, m) {
       "act_strides"_a = std::vector<int64_t>{}, "dbias"_a = 0, "noop"_a = 0);
 
   m.def(
+      "gemm",
+      [](const std::string& a_recipe, int64_t m, int64_t k, BufferArg a_data, BufferArg a_scales,
+         const std::string& b_recipe, int64_t n, int64_t kb, BufferArg b_data, BufferArg b_scales, uintptr_t d,
+         const std::string& d_dtype, float alpha, uintptr_t c, uintptr_t bias, const std::string& backend) {
+        const mxq::QuantizedTensor qa =
+            quantized_of(mxq::Recipe::parse(a_recipe), m, k, a_data, a_scales, {0, 0}, {0, 0}, {0, 0}, {0, 0});
+        const mxq::QuantizedTensor qb =
+            quantized_of(mxq::Recipe::parse(b_recipe), n, kb, b_data, b_scales, {0, 0}, {0, 0}, {0, 0}, {0, 0});
+        const mxq::TensorView dv = view_of(d, d_dtype, {m, n}, {n, 1}, "d");
+        mxq::TensorView cv;
+        mxq::GemmOptions o;
+        o.backend = mxq::parse_backend(backend);
+        o.alpha = alpha;
+        if (c) {
+          cv = view_of(c, "float32", {m, n}, {n, 1}, "c");
+          o.c = &cv;
+        }
+        o.bias = reinterpret_cast<const float*>(bias);
+        nb::gil_scoped_release release;
+        mxq::gemm(qa, qb, dv, o);
+      },
+      "a_recipe"_a, "m"_a, "k"_a, "a_data"_a, "a_scales"_a, "b_recipe"_a, "n"_a, "kb"_a, "b_data"_a, "b_scales"_a, "d"_a,
+      "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a);
+
+  m.def(
       "dequantize",
       [](const std::string& recipe, int64_t rows, int64_t cols, BufferArg data, BufferArg scales, BufferArg col_data,
          BufferArg col_scales, BufferArg global_scale, BufferArg amax, uintptr_t y, const std::string& y_dtype,

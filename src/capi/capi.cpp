@@ -366,6 +366,36 @@ mxq_status mxq_backend_available(mxq_backend backend, int* available, char* deta
   });
 }
 
+mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int64_t k, mxq_recipe b_recipe,
+                    const mxq_quantized* b, int64_t n, DLTensor* d, const mxq_gemm_options* options) {
+  return guarded("mxq_gemm", [&] {
+    const Recipe& ra = recipe_of(a_recipe, "mxq_gemm");
+    const Recipe& rb = recipe_of(b_recipe, "mxq_gemm");
+    const TensorView dv = matrix_view_of(d, "d");
+    const QuantizedTensor qa = quantized_of(ra, m, k, a, dv.device, "d");
+    const QuantizedTensor qb = quantized_of(rb, n, k, b, dv.device, "d");
+    GemmOptions opt;
+    TensorView cv;
+    if (options) {
+      check_struct_size(options->size, sizeof(mxq_gemm_options), "options.size", "mxq_gemm_options");
+      opt.backend = backend_of(options->backend, "options.backend");
+      opt.alpha = options->alpha;
+      if (options->c) {
+        cv = matrix_view_of(options->c, "options.c");
+        opt.c = &cv;
+      }
+      if (options->bias) {
+        const Buffer bb = buffer_of(options->bias, "options.bias", DType::float32, dv.device, "d");
+        if (bb.bytes < n * 4)
+          fail_arg("options.bias holds " + to_string(bb.bytes) + " bytes; expected float32 [" + to_string(n) + "]");
+        opt.bias = static_cast<const float*>(bb.data);
+      }
+      opt.stream = options->stream;
+    }
+    gemm(qa, qb, dv, opt);
+  });
+}
+
 mxq_status mxq_set_default_backend(mxq_backend backend) {
   return guarded("mxq_set_default_backend", [&] { set_default_backend(backend_of(backend, "backend")); });
 }

@@ -431,10 +431,49 @@ static void test_fused_reglu(void) {
   mxq_recipe_destroy(r);
 }
 
+/* 1D2D GEMM on the cpu backend: integer operands with pow2 scales quantize exactly, so D equals
+ * the integer product. */
+static void test_gemm_exact(void) {
+  enum { M = 5, N = 130, K = 256 };
+  printf("gemm 1D2D %dx%dx%d, integer operands\n", M, N, K);
+  mxq_recipe ra = parse("fp8_block_1x128:pow2=1"), rb = parse("fp8_block_128x128:pow2=1");
+  mxq_layout la, lb;
+  CHECK_OK(mxq_plan(ra, M, K, &la));
+  CHECK_OK(mxq_plan(rb, N, K, &lb));
+  static float a[M * K], b[N * K], d[M * N];
+  uint32_t seed = 11;
+  for (int i = 0; i < M * K; ++i) a[i] = (float)((int)(next_value(&seed) * 9.0f)); /* integers in [-8, 8] */
+  for (int i = 0; i < N * K; ++i) b[i] = (float)((int)(next_value(&seed) * 9.0f));
+  Tensor ta, tb, td;
+  tensor_init(&ta, a, kDLFloat, 32, M, K);
+  tensor_init(&tb, b, kDLFloat, 32, N, K);
+  tensor_init(&td, d, kDLFloat, 32, M, N);
+  Quantized qa, qb;
+  quantized_alloc(&qa, &la);
+  quantized_alloc(&qb, &lb);
+  CHECK_OK(mxq_quantize(ra, &ta.t, &qa.q, NULL));
+  CHECK_OK(mxq_quantize(rb, &tb.t, &qb.q, NULL));
+  mxq_gemm_options o = MXQ_GEMM_OPTIONS_INIT;
+  CHECK_OK(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o));
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      long long s = 0;
+      for (int t = 0; t < K; ++t) s += (long long)a[i * K + t] * (long long)b[j * K + t];
+      CHECK(d[i * N + j] == (float)s, "d[%d][%d] = %g, exact %lld", i, j, d[i * N + j], s);
+    }
+  check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N - 1, &td.t, NULL), MXQ_ERROR_INVALID_ARGUMENT, "expected (M, N)",
+              "d of the wrong shape");
+  quantized_free(&qa);
+  quantized_free(&qb);
+  mxq_recipe_destroy(ra);
+  mxq_recipe_destroy(rb);
+}
+
 int main(void) {
   test_mxfp8_float32();
   test_nvfp4_bf16();
   test_fused_reglu();
+  test_gemm_exact();
   test_errors();
   test_info();
   if (failures)

@@ -1,0 +1,40 @@
+"""mxq.gemm on the CPU backend: the exact integer case, alpha / c / bias, bf16 output, errors."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import mxq
+
+RNG = np.random.default_rng(5)
+
+
+def ints(shape):
+    return RNG.integers(-8, 9, size=shape).astype(np.float32)  # <= 3 significant bits: exact in E4M3
+
+
+@pytest.mark.parametrize("b_recipe", ["fp8_block_128x128:pow2=1", "fp8_block_1x128:pow2=1"])
+def test_exact_integer_gemm(b_recipe):
+    a, b = ints((33, 384)), ints((130, 384))
+    d = mxq.gemm(mxq.quantize(a, "fp8_block_1x128:pow2=1"), mxq.quantize(b, b_recipe))
+    np.testing.assert_array_equal(d, (a.astype(np.int64) @ b.astype(np.int64).T).astype(np.float32))
+    assert mxq.last_dispatch()["op"] == "gemm"
+
+
+def test_alpha_c_bias_and_bf16():
+    a, b = ints((8, 128)), ints((16, 128))
+    qa, qb = mxq.quantize(a, "fp8_block_1x128:pow2=1"), mxq.quantize(b, "fp8_block_128x128:pow2=1")
+    base = mxq.gemm(qa, qb)
+    c = np.arange(8 * 16, dtype=np.float32).reshape(8, 16) % 5
+    bias = np.arange(16, dtype=np.float32) * 0.25
+    np.testing.assert_array_equal(mxq.gemm(qa, qb, alpha=0.5, c=c, bias=bias), 0.5 * base + c + bias)
+    d16 = mxq.gemm(qa, qb, out_dtype="bfloat16")
+    assert d16.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(d16, base.astype(ml_dtypes.bfloat16))
+
+
+def test_gemm_errors():
+    qa = mxq.quantize(ints((8, 128)), "fp8_block_1x128")
+    with pytest.raises(ValueError, match="a.recipe=mxfp8"):
+        mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
+    with pytest.raises(ValueError, match="same K"):
+        mxq.gemm(qa, mxq.quantize(ints((8, 256)), "fp8_block_128x128"))
