@@ -24,7 +24,7 @@ note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_jit >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
 
 # The GPU test binary directly (label gpu in ctest; there it reports SKIPPED without a GPU).
 "$BUILD/tests/gpu/mxq_gpu_tests" >"$OUT/gpu_tests.log" 2>&1
@@ -67,6 +67,14 @@ if [ -n "${MXQ_NCU:-}" ]; then  # MXQ_NCU="mxfp8 nvfp4 ...": one profiled tile-k
 fi
 
 if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
+  # JIT costs: compile, disk load, memory hit (bench_jit), and a cold vs warm `mxq cache warmup`
+  "$BUILD/bench/bench_jit" >"$OUT/bench_jit.log" 2>&1 || note "bench_jit: FAILED rc=$?"
+  note "jit: $(grep -E 'compile|disk-cache|memory-cache' "$OUT/bench_jit.log" | tr -s ' ' | tr '\n' ';')"
+  jc="$OUT/jit-cache"
+  rm -rf "$jc"
+  t0=$(date +%s.%N); MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t1=$(date +%s.%N)
+  MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t2=$(date +%s.%N)
+  note "jit warm-up of every configuration: cold $(python3 -c "print(round($t1 - $t0, 2))") s, from the disk cache $(python3 -c "print(round($t2 - $t1, 2))") s ($(ls "$jc" | wc -l) entries)"
   "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
   [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
