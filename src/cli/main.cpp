@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/demo.hpp"
+#include "mxq/gemm_plan.hpp"
 #include "mxq/mxq.hpp"
 #include "runtime/backends.hpp"
 
@@ -126,6 +127,18 @@ int main(int argc, char** argv) {
   cache->add_option("--threads", warm_threads, "warmup: compiler threads (default: one per core)");
   cache->add_flag("--json", as_json, "machine-readable output");
 
+  auto* gplan = app.add_subcommand("gemm-plan", "how the Hopper FP8 GEMM will run a shape (path, tiles, stages)");
+  int64_t gm = 0, gn = 0, gk = 0;
+  std::string gkind = "1d2d", gout = "bfloat16";
+  int gsms = 132;
+  gplan->add_option("M", gm, "rows of A and D")->required()->check(CLI::PositiveNumber);
+  gplan->add_option("N", gn, "rows of B, columns of D")->required()->check(CLI::PositiveNumber);
+  gplan->add_option("K", gk, "the reduction length")->required()->check(CLI::PositiveNumber);
+  gplan->add_option("--kind", gkind, "1d2d (B 128x128 scales) or 1d1d")->check(CLI::IsMember({"1d2d", "1d1d"}));
+  gplan->add_option("--out", gout, "D dtype: bfloat16 or float32")->check(CLI::IsMember({"bfloat16", "float32"}));
+  gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(CLI::PositiveNumber);
+  gplan->add_flag("--json", as_json, "machine-readable output");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo) {
@@ -136,6 +149,23 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*info) return run_info(as_json);
+    if (*gplan) {
+      mxq::ArchDesc arch = mxq::ArchDesc::h200();
+      arch.sms = gsms;
+      const mxq::GemmPlan p = mxq::plan_gemm(gm, gn, gk, gkind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
+                                             mxq::parse_dtype(gout), arch);
+      if (as_json) {
+        std::cout << json{{"path", p.path},     {"why", p.why},         {"block_m", p.block_m}, {"block_n", p.block_n},
+                          {"block_k", p.block_k}, {"stages", p.stages}, {"cluster", p.cluster}, {"split_k", p.split_k},
+                          {"tiles", p.tiles},   {"waves", p.waves},     {"last_wave", p.last_wave},
+                          {"smem_bytes", p.smem_bytes}}
+                         .dump(2)
+                  << "\n";
+      } else {
+        std::printf("%s\n", mxq::to_string(p).c_str());
+      }
+      return 0;
+    }
     if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);

@@ -161,3 +161,17 @@ def test_demo_backend_switch():
         assert "backend cuda-jit needs tensors on a CUDA device" in jit.stderr
     bad = run(*small, "--backend", "gpu")
     assert bad.returncode == 2 and "unknown backend 'gpu'" in bad.stderr
+
+
+# `mxq gemm-plan` prints the GEMM's pure planning function (mxq/gemm_plan.hpp).
+def test_gemm_plan():
+    decode = run("gemm-plan", "1", "7168", "7168", "--json")
+    assert decode.returncode == 0, decode.stderr
+    p = json.loads(decode.stdout)
+    assert p["path"] == "swap-ab" and p["block_n"] == 8 and p["split_k"] == 2
+    big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)
+    assert big["path"] == "tma-wgmma" and big["block_m"] == 128 and 2 <= big["stages"] <= 8
+    odd = run("gemm-plan", "7", "100", "7168")
+    assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "N=100" in odd.stdout
+    bad = run("gemm-plan", "0", "16", "16")
+    assert bad.returncode != 0
