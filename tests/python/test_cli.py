@@ -175,3 +175,28 @@ def test_gemm_plan():
     assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "N=100" in odd.stdout
     bad = run("gemm-plan", "0", "16", "16")
     assert bad.returncode != 0
+
+
+# `mxq cache`: several processes warming the same configurations into one cache directory at
+# once all succeed and leave intact entries; a second warm-up reads them back; clear empties it.
+def test_cache_concurrent_warmup_ls_clear(tmp_path):
+    env = dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / "cache"))
+    probe = subprocess.run([mxq_bin(), "cache", "warmup", "mxfp8", "--arch", "90", "--threads", "1"],
+                           capture_output=True, text=True, timeout=300, env=env)
+    if probe.returncode != 0 and "the JIT is unavailable" in probe.stderr:
+        pytest.skip(f"no JIT in this build: {probe.stderr.strip()}")
+    assert probe.returncode == 0, probe.stderr
+    subprocess.run([mxq_bin(), "cache", "clear"], env=env, check=True, capture_output=True)
+    procs = [subprocess.Popen([mxq_bin(), "cache", "warmup", "mxfp8", "nvfp4", "--arch", "90", "--threads", "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert "compiled or found 6 kernel configurations" in out
+    ls = json.loads(subprocess.run([mxq_bin(), "cache", "ls", "--json"], capture_output=True, text=True, env=env,
+                                   check=True).stdout)
+    assert len(ls["entries"]) == 6 and all(e["bytes"] > 1000 for e in ls["entries"])
+    assert not [f for f in os.listdir(tmp_path / "cache") if f.startswith(".tmp-")]  # no temp files left
+    cleared = json.loads(subprocess.run([mxq_bin(), "cache", "clear", "--json"], capture_output=True, text=True,
+                                        env=env, check=True).stdout)
+    assert cleared["removed"] == 6
