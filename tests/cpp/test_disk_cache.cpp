@@ -6,6 +6,7 @@
 // the unwritable cases use paths that refuse root too, plus one non-root-only variant.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +19,7 @@
 #include <memory>
 #include <thread>
 
-#include "../../src/runtime/jit/disk_cache.hpp"
+#include "runtime/jit/disk_cache.hpp"
 #include "test_support.hpp"
 
 #define XXH_INLINE_ALL
@@ -124,11 +125,11 @@ TEST(DiskCacheKey, ContentHashIsXxh3OfLengthPrefixedParts) {
 TEST(DiskCacheKey, ContentHashSeesEveryChangeAndBoundary) {
   const Key128 base = hash_of({"recipe=mxfp8", "dtype=bf16"});
   EXPECT_EQ(base, hash_of({"recipe=mxfp8", "dtype=bf16"}));
-  EXPECT_NE(base, hash_of({"recipe=mxfp8", "dtype=bf17"}));   // a changed byte
-  EXPECT_NE(base, hash_of({"recipe=mxfp", "8dtype=bf16"}));   // a moved boundary
-  EXPECT_NE(base, hash_of({"recipe=mxfp8dtype=bf16"}));       // a removed boundary
+  EXPECT_NE(base, hash_of({"recipe=mxfp8", "dtype=bf17"}));      // a changed byte
+  EXPECT_NE(base, hash_of({"recipe=mxfp", "8dtype=bf16"}));      // a moved boundary
+  EXPECT_NE(base, hash_of({"recipe=mxfp8dtype=bf16"}));          // a removed boundary
   EXPECT_NE(base, hash_of({"recipe=mxfp8", "dtype=bf16", ""}));  // an empty part counts
-  EXPECT_NE(base, hash_of({"dtype=bf16", "recipe=mxfp8"}));   // order
+  EXPECT_NE(base, hash_of({"dtype=bf16", "recipe=mxfp8"}));      // order
   EXPECT_NE(hash_of({}), hash_of({""}));
 }
 
@@ -358,15 +359,38 @@ TEST_F(DiskCacheTest, EmptyDirectoryNameIsMemoryOnly) {
 }
 
 TEST_F(DiskCacheTest, UnwritableDirectoryIsMemoryOnlyEvenForRoot) {
-  // Root passes access(W_OK) almost everywhere, but no one creates files in /proc/sys/kernel:
-  // depending on the machine access() refuses it (read-only /proc/sys), its owner is not us
-  // (user namespaces), or the first write fails. Each way: memory-only, one warning.
-  const std::string dir = "/proc/sys/kernel";
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) GTEST_SKIP() << dir << " does not exist here";
-  auto cache = open(dir);
-  expect_memory_only(*cache, dir, "");
-  EXPECT_FALSE(exists(dir + "/" + key_of("k").hex() + ".cubin"));
+  // Root passes access(W_OK) on most directories, but no one creates files in /proc. For root,
+  // /proc passes every check of the constructor and the first write fails (mkstemp: ENOENT);
+  // /proc/sys/kernel is refused by access() (or by its owner in a user namespace), as both are
+  // for other users. Each way: memory-only after the first store, exactly one warning.
+  for (const std::string dir : {"/proc", "/proc/sys/kernel"}) {
+    SCOPED_TRACE(dir);
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0) continue;
+    warnings_.clear();
+    auto cache = open(dir);
+    const bool passed_checks = cache->usable();
+    const Key128 key = key_of("k");
+    EXPECT_FALSE(cache->store(key, make_payload(64, 1), "label"));
+    EXPECT_FALSE(cache->usable());
+    ASSERT_EQ(warnings_.size(), 1u);
+    EXPECT_NE(warnings_[0].find(dir), std::string::npos) << warnings_[0];
+    if (passed_checks) {
+      EXPECT_NE(warnings_[0].find("cannot create a file"), std::string::npos) << warnings_[0];
+    }
+    EXPECT_FALSE(cache->store(key, make_payload(64, 1), "label"));
+    EXPECT_FALSE(cache->load(key).has_value());
+    EXPECT_EQ(warnings_.size(), 1u);
+    EXPECT_FALSE(exists(dir + "/" + key.hex() + ".cubin"));
+  }
+  struct stat proc;
+  struct statvfs proc_fs;
+  if (::geteuid() == 0 && ::stat("/proc", &proc) == 0 && proc.st_uid == 0 && ::statvfs("/proc", &proc_fs) == 0 &&
+      (proc_fs.f_flag & ST_RDONLY) == 0) {
+    // Root on a read-write /proc it owns: the failing first write above was really taken.
+    auto cache = open("/proc");
+    EXPECT_TRUE(cache->usable()) << cache->why();
+  }
 }
 
 TEST_F(DiskCacheTest, ReadOnlyDirectoryIsMemoryOnlyForNonRoot) {

@@ -114,7 +114,8 @@ bool pread_all(int fd, void* data, size_t n, off_t offset) {
 
 bool is_entry_name(std::string_view name) {
   if (name.size() != 32 + kEntrySuffix.size() || !name.ends_with(kEntrySuffix)) return false;
-  return std::all_of(name.begin(), name.begin() + 32, [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return std::all_of(name.begin(), name.begin() + 32,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 struct Header {
@@ -216,7 +217,8 @@ std::string prepare_directory(const std::string& dir) {
   const std::string where = "JIT cache directory " + dir;
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT) return where + " cannot be examined: " + errno_text(errno);
+    // ENOTDIR: a parent is a file; make_dirs names that as the reason it cannot be created.
+    if (errno != ENOENT && errno != ENOTDIR) return where + " cannot be examined: " + errno_text(errno);
     if (const int err = make_dirs(dir); err != 0) return where + " cannot be created: " + errno_text(err);
     if (::lstat(dir.c_str(), &st) != 0) return where + " cannot be examined: " + errno_text(errno);
   }
@@ -287,7 +289,7 @@ void DiskCache::degrade(std::string why) {
     why_ = std::move(why);
     usable_.store(false, std::memory_order_release);
   }
-  if (warn_) warn_("mxq: " + why_ + "; compiled kernels are cached in memory only");
+  if (warn_) warn_(why_ + "; compiled kernels are cached in memory only");
 }
 
 bool DiskCache::write_failed(const std::string& what) {
@@ -301,7 +303,7 @@ bool DiskCache::write_failed(const std::string& what) {
     if (write_warned_) return false;
     write_warned_ = true;
   }
-  if (warn_) warn_("mxq: " + what + "; this kernel is cached in memory only (further write failures are not reported)");
+  if (warn_) warn_(what + "; this kernel is cached in memory only (further write failures are not reported)");
   return false;
 }
 
@@ -323,8 +325,7 @@ std::optional<std::vector<uint8_t>> DiskCache::load(const Key128& key) {
   if (!payload) {
     // Only the file that was read: another process may have renamed a good entry over it since.
     struct stat now;
-    if (::lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
-      ::unlink(path.c_str());
+    if (::lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) ::unlink(path.c_str());
     return std::nullopt;
   }
   touch(fd.get());
@@ -337,14 +338,15 @@ bool DiskCache::store(const Key128& key, std::span<const uint8_t> payload, std::
   const std::string path = entry_path(key);
   std::string tmp = dir_ + "/" + std::string(kTempPrefix) + "XXXXXX";
   Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
-  if (fd.get() < 0) return write_failed("cannot create a file in JIT cache directory " + dir_ + ": " + errno_text(errno));
+  if (fd.get() < 0)
+    return write_failed("cannot create a file in JIT cache directory " + dir_ + ": " + errno_text(errno));
   const auto abandon = [&](const std::string& what, int err) {
     ::unlink(tmp.c_str());
     return write_failed(what + ": " + errno_text(err));
   };
 
-  const auto header = encode_header({kFormatVersion, uint32_t(label.size()), key, payload.size(),
-                                     XXH3_64bits(payload.data(), payload.size())});
+  const auto header = encode_header(
+      {kFormatVersion, uint32_t(label.size()), key, payload.size(), XXH3_64bits(payload.data(), payload.size())});
   if (!write_all(fd.get(), header.data(), header.size()) || !write_all(fd.get(), label.data(), label.size()) ||
       !write_all(fd.get(), payload.data(), payload.size()))
     return abandon("cannot write " + tmp, errno);

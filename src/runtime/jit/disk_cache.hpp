@@ -50,8 +50,8 @@ class DiskCache {
   DiskCache& operator=(const DiskCache&) = delete;
 
   bool usable() const { return usable_.load(std::memory_order_acquire); }  // false: memory-only
-  const std::string& why() const { return why_; }  // the reason when not usable, else ""
-  const std::string& dir() const { return dir_; }  // as given, without trailing slashes
+  const std::string& why() const { return why_; }                          // the reason when not usable, else ""
+  const std::string& dir() const { return dir_; }                          // as given, without trailing slashes
 
   // The payload of an intact entry (its mtime becomes now: eviction is least recently used
   // first), else nullopt. An entry that fails any check (magic, version, key, sizes, payload
@@ -63,7 +63,7 @@ class DiskCache {
   bool store(const Key128& key, std::span<const uint8_t> payload, std::string_view label);
 
   struct Entry {
-    std::string file;  // the file name in dir(): "<key hex>.cubin"
+    std::string file;   // the file name in dir(): "<key hex>.cubin"
     std::string label;  // "" when the header cannot be read
     uint64_t bytes;     // the whole file: header, label and payload
     int64_t mtime_ns;   // the last store or load

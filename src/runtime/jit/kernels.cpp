@@ -74,7 +74,7 @@ uint64_t cache_max_bytes() {
 
 DiskCache& disk_cache() {
   static DiskCache c(default_cache_dir(), cache_max_bytes(),
-                     [](const std::string& m) { log(LogLevel::warn, "JIT disk cache: " + m); });
+                     [](const std::string& m) { log(LogLevel::warn, m); });  // messages name the cache directory
   return c;
 }
 
