@@ -229,6 +229,13 @@ mxq_status mxq_set_default_backend(mxq_backend backend);
  *   on: 1 or 0. */
 mxq_status mxq_set_strict(int on);
 
+/* What this thread's last mxq_quantize / mxq_dequantize / mxq_gemm ran: each buffer (NULL /
+ * 0 to skip it) receives a NUL-terminated string, truncated to fit.
+ *   backend:  "cpu", "cuda-aot" or "cuda-jit".
+ *   kernel:   e.g. "fast bf16 mx e4m3fn rows g=32 ...", "generic tile", "reference".
+ *   fallback: the fallback taken and why, or "" when none. */
+mxq_status mxq_last_dispatch(char* backend, size_t nb, char* kernel, size_t nk, char* fallback, size_t nf);
+
 /* Compiles the cuda-jit kernels of some recipes into the memory and disk caches, in parallel,
  * off the hot path (e.g. at start-up). Needs no GPU.
  *   recipes, n: n recipe strings ("mxfp8:dir=both", ...); n = 0 compiles every preset and option.

@@ -30,7 +30,7 @@ __all__ = [
     "BufferSpec", "FP8Block", "FP8Tensor", "Layout", "MX", "NVFP4", "QuantizedTensor", "RecipeLike",
     "UnsupportedError", "__version__", "dequantize", "dtype_names", "fp8_block", "fp8_tensor", "info",
     "mx", "numpy_dtype", "nvfp4", "plan", "quantize", "recipe_name", "recipes", "set_backend", "get_backend",
-    "strict", "last_dispatch", "jit_warmup", "gemm",
+    "strict", "last_dispatch", "jit_warmup", "gemm", "gemm_plan",
 ]
 
 __version__: str = _core.version()
@@ -436,6 +436,15 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c: Optio
                _address(d), out_dtype, float(alpha), 0 if cc is None else _address(cc), 0 if bb is None else _address(bb),
                backend)
     return d
+
+
+def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132) -> dict:
+    """How the Hopper GEMM is planned for an (M, N, K) problem (mxq/gemm_plan.hpp states the
+    rules): {"path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k",
+    "tiles", "waves", "last_wave", "smem_bytes"}."""
+    keys = ("path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles", "waves",
+            "last_wave", "smem_bytes")
+    return dict(zip(keys, _core.gemm_plan(int(m), int(n), int(k), kind, out_dtype, int(sms))))
 
 
 # ---- runtime switches ----------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/validate.hpp"
+#include "mxq/gemm_plan.hpp"
 #include "mxq/mxq.hpp"
 
 namespace nb = nanobind;
@@ -131,6 +132,19 @@ NB_MODULE(_core, m) {
         return std::make_tuple(r.configs, r.failures);
       },
       "recipes"_a, "arch"_a = 0, "threads"_a = 0);
+  m.def(
+      "gemm_plan",
+      [](int64_t m_, int64_t n, int64_t k, const std::string& kind, const std::string& out, int sms) {
+        mxq::ArchDesc arch = mxq::ArchDesc::h200();
+        arch.sms = sms;
+        if (kind != "1d2d" && kind != "1d1d") throw mxq::Error(mxq::ErrorCode::invalid_argument,
+                                                               "gemm_plan: kind='" + kind + "'; expected '1d2d' or '1d1d'");
+        const mxq::GemmPlan p = mxq::plan_gemm(m_, n, k, kind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
+                                               mxq::parse_dtype(out), arch);
+        return std::make_tuple(p.path, p.why, p.block_m, p.block_n, p.block_k, p.stages, p.cluster, p.split_k, p.tiles,
+                               p.waves, p.last_wave, p.smem_bytes);
+      },
+      "m"_a, "n"_a, "k"_a, "kind"_a = "1d2d", "out"_a = "bfloat16", "sms"_a = 132);
   m.def("preset_names", &mxq::Recipe::preset_names);
   m.def("dtype_table", [] {
     int n = 0;

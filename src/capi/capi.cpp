@@ -396,6 +396,15 @@ mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int6
   });
 }
 
+mxq_status mxq_last_dispatch(char* backend, size_t nb, char* kernel, size_t nk, char* fallback, size_t nf) {
+  const DispatchInfo d = last_dispatch();  // read before guarded() clears the thread's error state
+  return guarded("mxq_last_dispatch", [&] {
+    if (backend && nb) std::snprintf(backend, nb, "%s", d.backend.c_str());
+    if (kernel && nk) std::snprintf(kernel, nk, "%s", d.kernel.c_str());
+    if (fallback && nf) std::snprintf(fallback, nf, "%s", d.fallback.c_str());
+  });
+}
+
 mxq_status mxq_set_default_backend(mxq_backend backend) {
   return guarded("mxq_set_default_backend", [&] { set_default_backend(backend_of(backend, "backend")); });
 }

@@ -424,6 +424,11 @@ static void test_fused_reglu(void) {
                                                                               (size_t)fused.bytes[i]) == 0),
           "fused reglu buffer %d differs from quantizing relu(a) * b", i);
   CHECK(memcmp(dbias, want_dbias, sizeof dbias) == 0, "dbias[0] %g, expected %g", dbias[0], want_dbias[0]);
+  char ran[32], kernel[128], fb[128];
+  CHECK_OK(mxq_quantize(r, &in.t, &fused.q, &o));
+  CHECK_OK(mxq_last_dispatch(ran, sizeof ran, kernel, sizeof kernel, fb, sizeof fb));
+  CHECK(strcmp(ran, "cpu") == 0 && strcmp(kernel, "reference fused") == 0 && fb[0] == '\0',
+        "last dispatch: %s / %s / %s", ran, kernel, fb);
   o.activation = (mxq_activation)12;
   check_error(mxq_quantize(r, &in.t, &fused.q, &o), MXQ_ERROR_INVALID_ARGUMENT, "options.activation=12", "bad act");
   quantized_free(&fused);

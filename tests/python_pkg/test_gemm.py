@@ -38,3 +38,11 @@ def test_gemm_errors():
         mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
     with pytest.raises(ValueError, match="same K"):
         mxq.gemm(qa, mxq.quantize(ints((8, 256)), "fp8_block_128x128"))
+
+
+def test_gemm_plan():
+    p = mxq.gemm_plan(1, 7168, 7168)
+    assert p["path"] == "swap-ab" and p["block_n"] == 8 and p["split_k"] == 2
+    assert mxq.gemm_plan(4096, 7168, 7168)["path"] == "tma-wgmma"
+    with pytest.raises(ValueError, match="kind='2d2d'"):
+        mxq.gemm_plan(16, 16, 16, kind="2d2d")
