@@ -4,11 +4,12 @@
 #include <cstdio>
 
 #include "mxq/error.hpp"
+#include "mxq/numerics/layouts.h"
 
 namespace mxq {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using num::ceil_div;
 
 // Shared memory of one pipeline stage: an A tile and a B tile of FP8 (1 byte per element, K =
 // 128 per stage) plus their fp32 scales (A: one per row; B: one per 128 x 128 block, or one per

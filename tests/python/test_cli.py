@@ -200,3 +200,35 @@ def test_cache_concurrent_warmup_ls_clear(tmp_path):
     cleared = json.loads(subprocess.run([mxq_bin(), "cache", "clear", "--json"], capture_output=True, text=True,
                                         env=env, check=True).stdout)
     assert cleared["removed"] == 6
+
+
+# MXQ_JIT=0 turns the JIT off; MXQ_CACHE_MAX_MB caps the disk cache (least recently used
+# entries go); a bad cap warns once, and MXQ_LOG=off silences that warning.
+def test_jit_and_cache_switches(tmp_path):
+    def warm(cache, *recipes, **extra):
+        env = dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / cache), **extra)
+        return subprocess.run([mxq_bin(), "cache", "warmup", *recipes, "--arch", "90", "--threads", "2"],
+                              capture_output=True, text=True, timeout=600, env=env)
+
+    on = warm("on", "mxfp8")
+    if on.returncode != 0 and "not built" in on.stderr:
+        pytest.skip(f"no JIT in this build: {on.stderr.strip()}")
+    assert on.returncode == 0, on.stderr
+    off = warm("off", "mxfp8", MXQ_JIT="0")
+    assert off.returncode != 0 and "turned off by MXQ_JIT=0" in off.stderr, off.stderr
+    assert not (tmp_path / "off").exists() or not os.listdir(tmp_path / "off")
+
+    many = ["mxfp8:dir=both", "mxfp4:dir=both", "nvfp4", "nvfp4_2d", "fp8_block_1x128", "fp8_block_1x64",
+            "fp8_block_1x32", "fp8_block_128x128", "fp4_block_1x32", "mxfp8_e5m2", "fp8_tensor", "mxfp4"]
+    capped = warm("capped", *many, MXQ_CACHE_MAX_MB="1")
+    assert capped.returncode == 0, capped.stderr
+    configs = int(capped.stdout.split("compiled or found ")[1].split()[0])
+    ls = json.loads(subprocess.run([mxq_bin(), "cache", "ls", "--json"], capture_output=True, text=True, check=True,
+                                   env=dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / "capped"))).stdout)
+    total = sum(e["bytes"] for e in ls["entries"])
+    assert total <= 1 << 20 < total + 200_000 and len(ls["entries"]) < configs, (total, len(ls["entries"]), configs)
+
+    bad = warm("bad", "mxfp8", MXQ_CACHE_MAX_MB="lots")
+    assert bad.returncode == 0 and "MXQ_CACHE_MAX_MB='lots'" in bad.stderr, bad.stderr
+    quiet = warm("quiet", "mxfp8", MXQ_CACHE_MAX_MB="lots", MXQ_LOG="off")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr

@@ -7,9 +7,9 @@ namespace mxq::cuda {
 
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms) {
   const FastGeometry g = fast_geometry(key);
-  const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols;
-  const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
-  const int64_t wave = (int64_t(sms) * g.min_blocks + gx - 1) / gx;
+  const int64_t gx = num::ceil_div(cols, g.tile_cols);
+  const int64_t tiles_y = num::ceil_div(rows, g.tile_rows);
+  const int64_t wave = num::ceil_div(int64_t(sms) * g.min_blocks, gx);
   return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(std::min(tiles_y, wave), 1, 65535)));
 }
 

@@ -16,29 +16,12 @@ namespace {
 constexpr int kSchemaVersion = 1;  // bump when the payload or the source template changes
 
 const char* dtype_text(int d) { return d == 0 ? "f32" : (d == 1 ? "f16" : "bf16"); }
-const char* scheme_text(num::Scheme s) {
-  switch (s) {
-    case num::Scheme::fp8_tensor: return "fp8_tensor";
-    case num::Scheme::fp8_block: return "fp8_block";
-    case num::Scheme::mx: return "mx";
-    default: return "nvfp4";
-  }
-}
 const char* elem_text(num::ElemFormat e) {
   return e == num::ElemFormat::e4m3fn ? "e4m3fn" : (e == num::ElemFormat::e5m2 ? "e5m2" : "e2m1");
 }
 const char* shape_text(cuda::FastShape s) {
   return s == cuda::FastShape::rows ? "rows" : (s == cuda::FastShape::colblocks ? "colblocks" : "two_d");
 }
-const char* layout_text(num::ScaleLayout l) {
-  switch (l) {
-    case num::ScaleLayout::row_major: return "row_major";
-    case num::ScaleLayout::mn_major_tma: return "mn_major_tma";
-    case num::ScaleLayout::packed_ue8m0: return "packed_ue8m0";
-    default: return "swizzled_128x4";
-  }
-}
-
 std::string nvrtc_log(nvrtcProgram p) {
   size_t n = 0;
   if (nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS || n <= 1) return "";
@@ -63,9 +46,9 @@ int log2i(int v) {
 }  // namespace
 
 std::string key_text(const cuda::FastKey& k) {
-  return std::string(dtype_text(k.dtype)) + " " + scheme_text(k.scheme) + " " + elem_text(k.elem) + " " +
+  return std::string(dtype_text(k.dtype)) + " " + scheme_name(k.scheme) + " " + elem_text(k.elem) + " " +
          shape_text(k.shape) + " g=" + std::to_string(k.g) + " h=" + std::to_string(k.h) + " " +
-         layout_text(k.row_layout) + "/" + layout_text(k.col_layout);
+         layout_name(k.row_layout) + "/" + layout_name(k.col_layout);
 }
 
 std::string kernel_name(const cuda::FastKey& k) {

@@ -63,11 +63,17 @@ void check_cu(CUresult r, const std::string& what) {
   fail(ErrorCode::device_error, what + " failed: " + (name ? name : "?") + ": " + (text ? text : "?"));
 }
 
+// MXQ_CACHE_MAX_MB: a positive integer; anything else keeps the default 1024 with one warning.
 uint64_t cache_max_bytes() {
+  constexpr uint64_t kDefault = uint64_t(1024) << 20;
   const char* v = std::getenv("MXQ_CACHE_MAX_MB");
+  if (!v || !*v) return kDefault;
   char* end = nullptr;
-  const long long mb = v && *v ? std::strtoll(v, &end, 10) : 1024;
-  return mb > 0 && (!v || !*v || *end == '\0') ? uint64_t(mb) << 20 : uint64_t(1024) << 20;
+  const long long mb = std::strtoll(v, &end, 10);
+  if (*end == '\0' && mb > 0) return uint64_t(mb) << 20;
+  log(LogLevel::warn, std::string("environment MXQ_CACHE_MAX_MB='") + v +
+                          "' is not a positive number of megabytes; the JIT disk cache keeps its default cap of 1024");
+  return kDefault;
 }
 
 }  // namespace
