@@ -23,13 +23,20 @@ note() { echo "$*" | tee -a "$status"; }
 note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)$(git diff --quiet 2>/dev/null || echo +dirty)"
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
 
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_jit >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
+if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_jit _core >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
 
 # The GPU test binary directly (label gpu in ctest; there it reports SKIPPED without a GPU).
 "$BUILD/tests/gpu/mxq_gpu_tests" >"$OUT/gpu_tests.log" 2>&1
 note "gpu tests: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gpu_tests.log" | tr '\n' ' ') $(grep -E 'bit-exact cases' "$OUT/gpu_tests.log")"
 grep -E "Failure|differs" -A3 "$OUT/gpu_tests.log" | head -20
+
+# The Python package over CUDA: torch tensors, custom ops, torch.compile, CUDA graphs,
+# torch._scaled_mm interop (marker gpu), and the CPU-side package tests with them.
+PYTHONPATH="$PWD/$BUILD/python" MXQ_CACHE_DIR="$OUT/py-jit-cache" PYTHONDONTWRITEBYTECODE=1 \
+  python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs ${MXQ_PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
+note "python package (torch, gpu marker included): rc=$? $(tail -1 "$OUT/pytest.log")"
+grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
 
 san() {  # tool, gtest filter
   MXQ_GPU_TEST_SMALL=1 compute-sanitizer --tool "$1" --error-exitcode 9 "$BUILD/tests/gpu/mxq_gpu_tests" \

@@ -250,6 +250,15 @@ mxq_status mxq_jit_warmup(const char* const* recipes, size_t n, int arch, int th
  *   count: receives it. */
 mxq_status mxq_cuda_device_count(int* count);
 
+/* One CUDA device, whether mxq supports it or not (device and arch queries without CUDA headers).
+ *   device:    0 <= device < the number of CUDA devices the CUDA runtime sees.
+ *   arch:      NULL, or receives the compute capability as 10 * major + minor (90 on H100 / H200).
+ *   sms:       NULL, or receives the number of streaming multiprocessors.
+ *   supported: NULL, or receives 1 when mxq's CUDA backends run on it (sm_90), else 0.
+ *   name, n:   NULL / 0, or a buffer of n bytes for the NUL-terminated device name, truncated.
+ * MXQ_ERROR_INVALID_ARGUMENT when there is no such device (also in a build without CUDA). */
+mxq_status mxq_cuda_device_info(int device, int* arch, int* sms, int* supported, char* name, size_t n);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,53 +1,57 @@
 """mxq: FP8, MXFP8, MXFP4 and NVFP4 quantization, bit-exact on every backend.
 
+PyTorch in, PyTorch out (CUDA kernels on the current stream; custom ops that trace under
+torch.compile and replay in CUDA graphs)::
+
+    import torch, mxq
+    x = torch.randn(4096, 7168, dtype=torch.bfloat16, device="cuda")
+    q = mxq.quantize(x, "mxfp8:dir=both")     # float8_e4m3fn data, float8_e8m0fnu scales
+    y = mxq.dequantize(q, dtype=torch.bfloat16)
+
 NumPy in, NumPy out (CPU reference backend)::
 
     import numpy as np, mxq
     x = np.random.default_rng(0).standard_normal((128, 256), dtype=np.float32)
     q = mxq.quantize(x, "mxfp8")
     y = mxq.dequantize(q)
-    print(q.recipe, q.data.dtype, q.scales.dtype, float(np.abs(y - x).max()))
 
-Dtype names are torch's / ml_dtypes' and come from the C++ dtype table. Output arrays use
-ml_dtypes types: float8_e4m3fn / float8_e5m2 data, float8_e8m0fnu (UE8M0) or float8_e4m3fn
-(NVFP4's UE4M3) scales, float32 scales in the layout's exact shape, int32 for packed_ue8m0.
-FP4 (float4_e2m1fn) data is packed two per byte, element 2i in the low nibble, and is returned
-as uint8 of shape (..., K/2); a torch float4_e2m1fn_x2 view comes with the torch support.
+Dtype names are torch's / ml_dtypes' and come from the C++ dtype table. Torch outputs use
+torch's float8_e4m3fn / float8_e5m2 data, float8_e8m0fnu (UE8M0) or float8_e4m3fn (NVFP4's
+UE4M3) scales and float4_e2m1fn_x2 FP4 data of shape (..., K/2); NumPy outputs the ml_dtypes
+types, FP4 as uint8 (..., K/2) (element 2i in the low nibble). fp32 scales come in their
+layout's exact shape and strides; int32 for packed_ue8m0. CuPy arrays are read through DLPack.
+Import torch before mxq (or call ``mxq.register_torch_ops()``) so that the custom ops exist
+before torch.compile traces a call.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional, Sequence, Tuple, Union
+import sys
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import ml_dtypes
 import numpy as np
 
-from . import _core
+from . import _core, _ops
 from ._core import UnsupportedError
+from ._frameworks import CupyFramework, NumpyFramework, framework_of, numpy_storage_dtype, register
+from ._ops import _BUFFERS, BufferSpec, Layout
 
 __all__ = [
     "BufferSpec", "FP8Block", "FP8Tensor", "Layout", "MX", "NVFP4", "QuantizedTensor", "RecipeLike",
     "UnsupportedError", "__version__", "dequantize", "dtype_names", "fp8_block", "fp8_tensor", "info",
     "mx", "numpy_dtype", "nvfp4", "plan", "quantize", "recipe_name", "recipes", "set_backend", "get_backend",
-    "strict", "last_dispatch", "jit_warmup", "gemm", "gemm_plan",
+    "strict", "last_dispatch", "jit_warmup", "gemm", "gemm_plan", "register_torch_ops",
 ]
 
 __version__: str = _core.version()
 
 _FP4 = "float4_e2m1fn"
-_INPUT_DTYPES = ("float32", "float16", "bfloat16")  # what quantize reads and dequantize writes
-
-
-def _storage_dtype(name: str) -> np.dtype:
-    if name == _FP4:
-        return np.dtype(np.uint8)  # packed two per byte; ml_dtypes' float4_e2m1fn is one per byte
-    t = getattr(ml_dtypes, name, None)
-    return np.dtype(t if t is not None else name)
 
 
 # Every name comes from the C++ table (include/mxq/dtype.hpp); only the NumPy type is chosen here.
-_DTYPES = {name: _storage_dtype(name) for name, _bits in _core.dtype_table()}
+_DTYPES = {name: numpy_storage_dtype(name) for name, _bits in _core.dtype_table()}
 for _name, _bits in _core.dtype_table():
     assert _name == _FP4 or _DTYPES[_name].itemsize * 8 == _bits, _name
 
@@ -61,13 +65,6 @@ def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype mxq stores a table dtype in (float4_e2m1fn: uint8, two values per byte).
     An unknown name raises ValueError listing the supported ones."""
     return _DTYPES[_core.parse_dtype(name)]
-
-
-def _table_name(dt: np.dtype) -> Optional[str]:
-    for name, d in _DTYPES.items():
-        if d == dt and name != _FP4:
-            return name
-    return None
 
 
 # ---- recipes ---------------------------------------------------------------------------------
@@ -189,80 +186,64 @@ def recipes() -> list:
 
 # ---- plan ------------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class BufferSpec:
-    """One output buffer: its dtype name, logical (rows, cols), bytes, and the shape of the NumPy
-    array mxq stores it in (FP4 data: (rows, cols/2) uint8; packed_ue8m0: int32 words)."""
-    dtype: str
-    rows: int
-    cols: int
-    bytes: int
-
-    @property
-    def numpy_dtype(self) -> np.dtype:
-        return _DTYPES[self.dtype]
-
-    @property
-    def shape(self) -> Tuple[int, int]:
-        return (self.rows, self.cols // 2) if self.dtype == _FP4 else (self.rows, self.cols)
-
-    def empty(self) -> np.ndarray:
-        a = np.empty(self.shape, dtype=self.numpy_dtype)
-        if a.nbytes != self.bytes:
-            raise RuntimeError(f"mxq internal error: {self} gives {a.nbytes} bytes, plan says {self.bytes}")
-        return a
-
-
-_BUFFERS = ("data", "scales", "col_data", "col_scales", "global_scale", "amax")
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """plan()'s answer: the canonical recipe and every output buffer (None when absent)."""
-    recipe: str
-    rows: int
-    cols: int
-    data: Optional[BufferSpec]
-    scales: Optional[BufferSpec]
-    col_data: Optional[BufferSpec]
-    col_scales: Optional[BufferSpec]
-    global_scale: Optional[BufferSpec]
-    amax: Optional[BufferSpec]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(s.bytes for s in (getattr(self, b) for b in _BUFFERS) if s is not None)
-
-
 def plan(recipe: RecipeLike, rows: int, cols: int) -> Layout:
     """Exact dtype, shape and bytes of every output buffer of quantize(recipe) on a (rows, cols)
     input. Raises ValueError for an invalid recipe or shape (e.g. odd cols for FP4)."""
-    return _plan(_recipe_text(recipe, "plan"), rows, cols, "plan")
+    return _ops.plan_layout(_recipe_text(recipe, "plan"), rows, cols, "plan")
 
 
-def _plan(text: str, rows: int, cols: int, op: str) -> Layout:
-    name, *specs = _core.plan(text, int(rows), int(cols), op)
-    return Layout(name, int(rows), int(cols), *(None if s is None else BufferSpec(*s) for s in specs))
+# ---- arrays: NumPy here, torch and CuPy when they are imported -------------------------------
+
+_NUMPY = NumpyFramework(list(_DTYPES))
+register(_NUMPY)
+
+
+def _load_torch():
+    from . import _torch
+    return _torch
+
+
+def _framework(x, op: str, arg: str):
+    """The Framework of x; torch and CuPy support load on first sight of one of their arrays."""
+    fw = framework_of(x)
+    if fw is not None:
+        return fw
+    module = type(x).__module__.split(".")[0]
+    if module == "torch":
+        return _load_torch().FRAMEWORK
+    if module == "cupy":
+        import cupy
+        register(CupyFramework(_core, cupy))
+        return framework_of(x)
+    raise TypeError(f"{op}: {arg} must be a numpy.ndarray, torch.Tensor or cupy.ndarray, got {module}."
+                    f"{type(x).__name__}; other DLPack producers: pass torch.from_dlpack(obj) or np.from_dlpack(obj)")
+
+
+def _compiling() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
 
 
 # ---- quantize / dequantize ------------------------------------------------------------------
 
 @dataclasses.dataclass
 class QuantizedTensor:
-    """A quantized tensor: NumPy arrays for every buffer the recipe produces (None otherwise),
-    the canonical recipe and the input's shape. Rowwise ``data`` has the input's leading
-    dimensions ((..., K), FP4: (..., K/2) uint8); scales have their layout's exact 2-D shape;
-    ``col_data`` is 2-D ((K, M) transposed or (M, K)); global_scale and amax are float32 of
-    shape (1,) (fp8_tensor: scale_inv; nvfp4: 1 / S_enc)."""
+    """A quantized tensor: arrays of the input's library (NumPy, torch or CuPy) on its device for
+    every buffer the recipe produces (None otherwise), the canonical recipe and the input's shape.
+    Rowwise ``data`` has the input's leading dimensions ((..., K); FP4: (..., K/2) packed, torch
+    float4_e2m1fn_x2 / NumPy uint8); scales have their layout's 2-D shape, MN-major layouts
+    (mn_major_tma, packed_ue8m0) presented as DeepGEMM does, (MN, K blocks) with strides
+    (1, round_up(MN, 4)); ``col_data`` is 2-D ((K, M) transposed or (M, K)); global_scale and amax
+    are float32 of shape (1,) (fp8_tensor: scale_inv; nvfp4: 1 / S_enc)."""
     recipe: str
     shape: Tuple[int, ...]
-    data: Optional[np.ndarray] = None
-    scales: Optional[np.ndarray] = None
-    col_data: Optional[np.ndarray] = None
-    col_scales: Optional[np.ndarray] = None
-    global_scale: Optional[np.ndarray] = None
-    amax: Optional[np.ndarray] = None
-    dbias: Optional[np.ndarray] = None  # quantize(..., dbias=True): float32 column sums of the values quantized
+    data: Any = None
+    scales: Any = None
+    col_data: Any = None
+    col_scales: Any = None
+    global_scale: Any = None
+    amax: Any = None
+    dbias: Any = None  # quantize(..., dbias=True): float32 column sums of the values quantized
 
     @property
     def rows(self) -> int:
@@ -273,7 +254,7 @@ class QuantizedTensor:
         return self.shape[-1]
 
     def __repr__(self) -> str:
-        parts = [f"recipe={self.recipe!r}", f"shape={self.shape}"]
+        parts = [f"recipe={self.recipe!r}", f"shape={tuple(self.shape)}"]
         for b in _BUFFERS:
             a = getattr(self, b)
             if a is not None:
@@ -281,161 +262,104 @@ class QuantizedTensor:
         return "QuantizedTensor(" + ", ".join(parts) + ")"
 
 
-def _address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+def _make_quantized(recipe: str, shape, activation: str, bufs) -> QuantizedTensor:
+    return QuantizedTensor(recipe, _ops.out_shape_of(shape, activation), *bufs[:6], dbias=bufs[6])
 
 
-def _buffer_arg(a: Optional[np.ndarray], spec: Optional[BufferSpec], name: str, op: str):
-    if a is None:
-        return (0, 0)
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{op}: q.{name} must be a numpy.ndarray or None, got {type(a).__name__}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{op}: q.{name} must be C-contiguous (quantized buffers are contiguous)")
-    if spec is not None and a.dtype not in (spec.numpy_dtype, np.dtype(np.uint8)):
-        raise TypeError(f"{op}: q.{name}.dtype={a.dtype} must be {spec.numpy_dtype} ({spec.dtype}) or uint8")
-    return (_address(a), a.nbytes)
-
-
-def _scalar(v, name: str) -> Optional[np.ndarray]:
-    if v is None:
-        return None
-    a = np.ascontiguousarray(np.asarray(v, dtype=np.float32)).reshape(-1)
-    if a.size != 1:
-        raise ValueError(f"quantize: {name} must be one float32 value, got {a.size} values")
-    return a
-
-
-def _check_array(x, op: str, arg: str) -> np.ndarray:
-    if not isinstance(x, np.ndarray):
-        kind = f"{type(x).__module__}.{type(x).__name__}"
-        raise TypeError(f"{op}: {arg} must be a numpy.ndarray of float32, float16 or ml_dtypes.bfloat16, got {kind}"
-                        + (" (torch tensors are not supported yet)" if kind.startswith("torch.") else ""))
-    return x
-
-
-def quantize(x: np.ndarray, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "auto",
-             activation: str = "none", act_input: Optional[np.ndarray] = None, dbias: bool = False,
-             noop=None) -> QuantizedTensor:
-    """Quantizes x (float32, float16 or ml_dtypes.bfloat16; N-D arrays collapse to rows over the
-    last dimension, which must be contiguous; rows may be strided) with ``recipe`` (a preset string
-    with options, or a helper such as ``mxq.mx("e4m3", dir="both")``).
+def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "auto", activation: str = "none",
+             act_input=None, dbias: bool = False, noop=None) -> QuantizedTensor:
+    """Quantizes x with ``recipe`` (a preset string with options, or a helper such as
+    ``mxq.mx("e4m3", dir="both")``). x is a NumPy array (CPU reference backend), a torch tensor
+    (CPU or CUDA; zero-copy, on the current CUDA stream, through the custom op
+    ``torch.ops.mxq.quantize``, so it traces under torch.compile and replays in CUDA graphs) or
+    a CuPy array (read through DLPack). float32, float16 or bfloat16; N-D inputs collapse to rows
+    over the last dimension, which must be contiguous; rows may be strided. Outputs are new
+    arrays of x's library on x's device.
 
     ``amax``: fp8_tensor and nvfp4 use this tensor amax instead of computing it. ``scale``:
-    fp8_tensor uses this encode scale directly. ``backend``: "auto", "cpu", "cuda-aot"
-    ("auto" is the CPU reference for NumPy arrays).
+    fp8_tensor uses this encode scale directly. Both, and ``noop``, are a Python number or one
+    float32 on x's device (inside a CUDA graph pass a device tensor). ``backend``: "auto",
+    "cpu", "cuda-aot" or "cuda-jit".
 
     Fused epilogues (TransformerEngine's), computed in fp32 with mxq's own exp/tanh/erf so that
     every backend gives the same bits: ``activation`` ("gelu", "gelu_tanh", "silu", "relu",
     "qgelu", "srelu"; gated "swiglu", "geglu", "reglu" read the last dimension as [a | b] and
     halve it) quantizes act(x); with ``act_input`` (same shape) x is the gradient and
     x * act'(act_input) is quantized; ``dbias=True`` also returns the float32 column sums of the
-    quantized values in ``q.dbias``; ``noop`` (a scalar) non-zero makes the call write nothing.
+    quantized values in ``q.dbias``; ``noop`` non-zero makes the call write nothing.
 
-    Raises TypeError for a non-NumPy input or an unsupported dtype, ValueError for an invalid
-    recipe, shape or option (with the C++ message), UnsupportedError for a request this build
-    or backend cannot serve.
+    Raises TypeError for an unsupported array type or dtype, ValueError for an invalid recipe,
+    shape or option (with the C++ message), UnsupportedError for a request this build or backend
+    cannot serve.
     """
-    x = _check_array(x, "quantize", "x")
-    dt = _table_name(x.dtype)
-    if dt not in _INPUT_DTYPES:
-        raise TypeError(f"quantize: x.dtype={x.dtype} is not supported; expected float32, float16 or "
-                        "ml_dtypes.bfloat16")
+    text = _recipe_text(recipe, "quantize")
     if not isinstance(backend, str):
         raise TypeError(f"quantize: backend must be a str, got {type(backend).__name__}")
-    text = _recipe_text(recipe, "quantize")
-    if x.ndim < 1:
-        raise ValueError("quantize: x.ndim=0; expected an array of at least one dimension")
-    if any(s % x.itemsize for s in x.strides):
-        raise ValueError(f"quantize: x.strides={x.strides} (bytes) are not multiples of the element size {x.itemsize}")
-    shape = tuple(int(s) for s in x.shape)
-    gated = activation in ("swiglu", "geglu", "reglu")
-    if gated and shape[-1] % 2:
-        raise ValueError(f"quantize: activation={activation} reads the last dimension as [a | b]; "
-                         f"x.shape[-1]={shape[-1]} must be even")
-    out_shape = shape[:-1] + (shape[-1] // 2,) if gated else shape
-    rows, cols = math.prod(shape[:-1]), out_shape[-1]
-    layout = _plan(text, rows, cols, "quantize")
-    out = {b: (None if getattr(layout, b) is None else getattr(layout, b).empty()) for b in _BUFFERS}
-    amax_in, scale_in = _scalar(amax, "amax"), _scalar(scale, "scale")
-    noop_in = _scalar(noop, "noop")
-    act = None
-    if act_input is not None:
-        act = _check_array(act_input, "quantize", "act_input")
-        if _table_name(act.dtype) not in _INPUT_DTYPES:
-            raise TypeError(f"quantize: act_input.dtype={act.dtype} is not supported")
-    dbias_out = np.zeros(cols, np.float32) if dbias else None
-    args = [_buffer_arg(out[b], None, b, "quantize") for b in _BUFFERS]
-    _core.quantize(_address(x), dt, list(shape), [s // x.itemsize for s in x.strides], text, rows, cols, *args,
-                   0 if amax_in is None else _address(amax_in), 0 if scale_in is None else _address(scale_in),
-                   backend, activation,
-                   0 if act is None else _address(act), "float32" if act is None else _table_name(act.dtype),
-                   [] if act is None else [int(s) for s in act.shape],
-                   [] if act is None else [s // act.itemsize for s in act.strides],
-                   0 if dbias_out is None else _address(dbias_out), 0 if noop_in is None else _address(noop_in))
-    shape = out_shape
-    if out["data"] is not None:
-        out["data"] = out["data"].reshape(shape[:-1] + (out["data"].shape[-1],))
-    for b in ("global_scale", "amax"):
-        if out[b] is not None:
-            out[b] = out[b].reshape(1)
-    return QuantizedTensor(layout.recipe, shape, **out, dbias=dbias_out)
+    if not isinstance(activation, str):
+        raise TypeError(f"quantize: activation must be a str, got {type(activation).__name__}")
+    fw = _framework(x, "quantize", "x")
+    if fw.name == "torch":
+        canonical = text if _compiling() else _core.recipe_name(text)
+        return _load_torch().quantize(x, text, canonical, amax, scale, backend, activation, act_input, dbias, noop,
+                                      _make_quantized)
+    bufs = _ops.quantize_into(fw, x, text, amax, scale, backend, activation, act_input, dbias, noop)
+    return _make_quantized(_core.recipe_name(text), tuple(int(s) for s in x.shape), activation, bufs)
 
 
-def dequantize(q: QuantizedTensor, *, dtype: Union[str, type, np.dtype] = "float32", columnwise: bool = False,
-               backend: str = "auto") -> np.ndarray:
-    """Decodes q into a new array of ``dtype`` ("float32", "float16", "bfloat16" or the NumPy /
-    ml_dtypes type). Rowwise: q.shape. ``columnwise=True`` decodes col_data in its stored
-    orientation: (K, M) for the transposed form, q.shape's (M, K) for colform=same."""
-    if not isinstance(q, QuantizedTensor):
-        raise TypeError(f"dequantize: q must be an mxq.QuantizedTensor, got {type(q).__name__}")
+def _dtype_name(dtype, op: str) -> str:
     if isinstance(dtype, str):
-        name = _core.parse_dtype(dtype)
+        name = dtype if dtype in _ops._INPUT_DTYPES else _core.parse_dtype(dtype)
+    elif type(dtype).__module__.split(".")[0] == "torch":
+        name = _load_torch()._NAMES.get(dtype, str(dtype))
     else:
-        name = _table_name(np.dtype(dtype))
-    if name not in _INPUT_DTYPES:
-        raise TypeError(f"dequantize: dtype={dtype!r} is not supported; expected float32, float16 or bfloat16")
-    layout = _plan(q.recipe, q.rows, q.cols, "dequantize")
-    args = [_buffer_arg(getattr(q, b), getattr(layout, b), b, "dequantize") for b in _BUFFERS]
-    if columnwise:
-        if layout.col_data is None:
-            raise ValueError(f"dequantize: columnwise=True but recipe {q.recipe} has no columnwise output "
-                             "(use dir=col or dir=both)")
-        shape = (layout.col_data.rows, layout.col_data.cols)
-    else:
-        shape = tuple(q.shape)
-    y = np.empty(shape, dtype=_DTYPES[name])
-    strides = [s // y.itemsize for s in y.strides]
-    _core.dequantize(q.recipe, q.rows, q.cols, *args, _address(y), name, list(shape), strides, bool(columnwise),
-                     backend)
-    return y
+        name = _NUMPY.dtype_name(np.empty(0, dtype=dtype))
+    if name not in _ops._INPUT_DTYPES:
+        raise TypeError(f"{op}: dtype={dtype!r} is not supported; expected float32, float16 or bfloat16")
+    return name
 
 
-def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c: Optional[np.ndarray] = None,
-         bias: Optional[np.ndarray] = None, out_dtype: str = "float32", backend: str = "auto") -> np.ndarray:
+def _quantized_framework(q: QuantizedTensor, op: str):
+    if not isinstance(q, QuantizedTensor):
+        raise TypeError(f"{op}: q must be an mxq.QuantizedTensor, got {type(q).__name__}")
+    first = next((getattr(q, b) for b in _BUFFERS if getattr(q, b) is not None), None)
+    if first is None:
+        raise ValueError(f"{op}: the quantized tensor has no buffers")
+    return _framework(first, op, "q.data")
+
+
+def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False, backend: str = "auto"):
+    """Decodes q into a new array of q's library and device, of ``dtype`` ("float32", "float16",
+    "bfloat16", or the NumPy / ml_dtypes / torch type). Rowwise: q.shape. ``columnwise=True``
+    decodes col_data in its stored orientation: (K, M) for the transposed form, (M, K) for
+    colform=same."""
+    fw = _quantized_framework(q, "dequantize")
+    name = _dtype_name(dtype, "dequantize")
+    if fw.name == "torch":
+        y = _load_torch().dequantize(q, name, columnwise, backend)
+    else:
+        y = _ops.dequantize_into(fw, q.recipe, q.rows, q.cols, [getattr(q, b) for b in _BUFFERS], name, columnwise,
+                                 backend)
+    return y if columnwise else y.reshape(tuple(q.shape))
+
+
+def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, bias=None, out_dtype: str = "float32",
+         backend: str = "auto"):
     """Block-scaled FP8 GEMM: alpha * A . B^T (+ c) (+ bias), A (M, K) and B (N, K) both quantized
     K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
-    Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16"). The CPU backend is the
-    fp64 reference; the CUDA GEMM is not in this build yet."""
-    for name, q in (("a", a), ("b", b)):
-        if not isinstance(q, QuantizedTensor):
-            raise TypeError(f"gemm: {name} must be an mxq.QuantizedTensor, got {type(q).__name__}")
-    if out_dtype not in ("float32", "bfloat16"):
-        raise TypeError(f"gemm: out_dtype={out_dtype!r}; expected 'float32' or 'bfloat16'")
-    m, n, k = a.rows, b.rows, a.cols
-    la, lb = _plan(a.recipe, a.rows, a.cols, "gemm"), _plan(b.recipe, b.rows, b.cols, "gemm")
-    d = np.empty((m, n), dtype=_DTYPES[out_dtype])
-    cc = None if c is None else np.ascontiguousarray(np.asarray(c, dtype=np.float32))
-    bb = None if bias is None else np.ascontiguousarray(np.asarray(bias, dtype=np.float32)).reshape(-1)
-    if cc is not None and cc.shape != (m, n):
-        raise ValueError(f"gemm: c.shape={cc.shape}; expected ({m}, {n})")
-    if bb is not None and bb.size != n:
-        raise ValueError(f"gemm: bias has {bb.size} values; expected {n}")
-    _core.gemm(a.recipe, m, k, _buffer_arg(a.data, la.data, "data", "gemm"), _buffer_arg(a.scales, la.scales, "scales", "gemm"),
-               b.recipe, n, b.cols, _buffer_arg(b.data, lb.data, "data", "gemm"), _buffer_arg(b.scales, lb.scales, "scales", "gemm"),
-               _address(d), out_dtype, float(alpha), 0 if cc is None else _address(cc), 0 if bb is None else _address(bb),
-               backend)
-    return d
+    Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
+    library (torch: the custom op ``torch.ops.mxq.gemm``). The CPU backend is the fp64
+    reference; the CUDA GEMM is not in this build yet."""
+    fa = _quantized_framework(a, "gemm")
+    fb = _quantized_framework(b, "gemm")
+    if fa is not fb:
+        raise TypeError(f"gemm: a holds {fa.name} arrays and b {fb.name} arrays; expected one library")
+    if fa.name == "torch":
+        return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend)
+    if fa.name == "numpy":
+        c = None if c is None else np.ascontiguousarray(np.asarray(c, dtype=np.float32))
+        bias = None if bias is None else np.ascontiguousarray(np.asarray(bias, dtype=np.float32)).reshape(-1)
+    return _ops.gemm_into(fa, a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
+                          b.scales, alpha, c, bias, out_dtype, backend)
 
 
 def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132) -> dict:
@@ -502,3 +426,14 @@ def info() -> dict:
         "build": _core.build_info(),
         "backends": [{"name": n, "available": a, "detail": d} for n, a, d in _core.backend_status()],
     }
+
+
+def register_torch_ops() -> None:
+    """Registers the torch.library custom ops (torch.ops.mxq.quantize / dequantize / gemm) now.
+    They register on their own when torch was imported before mxq, or at the first torch tensor
+    mxq sees; call this first when torch.compile may trace the first call."""
+    _load_torch()
+
+
+if "torch" in sys.modules:
+    register_torch_ops()

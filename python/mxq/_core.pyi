@@ -1,10 +1,12 @@
 # Stubs of the nanobind extension mxq._core (python/src/module.cpp). Private: use the mxq package.
 # Buffers travel as (address, bytes) pairs, address 0 meaning absent; specs as
-# (dtype name, rows, cols, bytes) or None.
+# (dtype name, rows, cols, bytes, (view rows, view cols, row stride, col stride)) or None.
+# Devices are (kind, index): (0, 0) cpu, (1, i) cuda:i; streams are cudaStream_t addresses.
 from typing import List, Optional, Tuple
 
 _Buffer = Tuple[int, int]
-_Spec = Optional[Tuple[str, int, int, int]]
+_Spec = Optional[Tuple[str, int, int, int, Tuple[int, int, int, int]]]
+_Device = Tuple[int, int]
 
 class UnsupportedError(RuntimeError): ...
 
@@ -28,9 +30,12 @@ def quantize(x: int, x_dtype: str, shape: List[int], strides: List[int], recipe:
              data: _Buffer, scales: _Buffer, col_data: _Buffer, col_scales: _Buffer, global_scale: _Buffer,
              amax: _Buffer, amax_in: int, scale_in: int, backend: str, activation: str = "none", act: int = 0,
              act_dtype: str = "float32", act_shape: List[int] = ..., act_strides: List[int] = ..., dbias: int = 0,
-             noop: int = 0) -> None: ...
+             noop: int = 0, device: _Device = (0, 0), stream: int = 0) -> None: ...
 def gemm(a_recipe: str, m: int, k: int, a_data: _Buffer, a_scales: _Buffer, b_recipe: str, n: int, kb: int, b_data: _Buffer,
-         b_scales: _Buffer, d: int, d_dtype: str, alpha: float, c: int, bias: int, backend: str) -> None: ...
+         b_scales: _Buffer, d: int, d_dtype: str, alpha: float, c: int, bias: int, backend: str,
+         device: _Device = (0, 0), stream: int = 0) -> None: ...
 def dequantize(recipe: str, rows: int, cols: int, data: _Buffer, scales: _Buffer, col_data: _Buffer,
                col_scales: _Buffer, global_scale: _Buffer, amax: _Buffer, y: int, y_dtype: str, shape: List[int],
-               strides: List[int], columnwise: bool, backend: str) -> None: ...
+               strides: List[int], columnwise: bool, backend: str, device: _Device = (0, 0),
+               stream: int = 0) -> None: ...
+def dlpack_describe(a: object) -> Tuple[int, str, List[int], List[int], _Device, object]: ...

@@ -4,6 +4,7 @@
 // are allocated and inspected in python/mxq (NumPy now, torch later): every check of shapes,
 // sizes, dtypes and recipes stays in the C++ API, which validates before it writes anything.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -26,10 +27,15 @@ namespace {
 
 using std::to_string;
 
+// (kind, index): 0 = cpu, 1 = cuda (mxq::DeviceKind), as python/mxq describes a tensor's device.
+using DeviceArg = std::tuple<int, int>;
 // (address, bytes) of one quantized buffer; address 0 means absent.
 using BufferArg = std::tuple<uintptr_t, int64_t>;
-// (dtype name, rows, cols, bytes), or None for a buffer the recipe does not produce.
-using SpecTuple = std::optional<std::tuple<std::string, int64_t, int64_t, int64_t>>;
+// (dtype name, rows, cols, bytes, view), or None for a buffer the recipe does not produce. view
+// is (rows, cols, row stride, col stride) in storage elements: how a framework tensor should
+// present the buffer (see scale_view).
+using ViewTuple = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+using SpecTuple = std::optional<std::tuple<std::string, int64_t, int64_t, int64_t, ViewTuple>>;
 
 PyObject* g_unsupported_error = nullptr;
 
@@ -37,8 +43,15 @@ mxq::Buffer buffer_of(const BufferArg& b) {
   return {reinterpret_cast<void*>(std::get<0>(b)), std::get<0>(b) ? std::get<1>(b) : 0};
 }
 
+mxq::Device device_of(const DeviceArg& d) {
+  const auto [kind, index] = d;
+  if (kind != int(mxq::DeviceKind::cpu) && kind != int(mxq::DeviceKind::cuda))
+    mxq::fail_arg("device kind " + to_string(kind) + " is not cpu (0) or cuda (1)");
+  return {mxq::DeviceKind(kind), index};
+}
+
 mxq::TensorView view_of(uintptr_t address, const std::string& dtype, const std::vector<int64_t>& shape,
-                        const std::vector<int64_t>& strides, const char* arg) {
+                        const std::vector<int64_t>& strides, const char* arg, const DeviceArg& device) {
   if (shape.size() != strides.size())
     mxq::fail_arg(std::string(arg) + ": " + to_string(shape.size()) + " dimensions but " + to_string(strides.size()) +
                   " strides");
@@ -49,6 +62,7 @@ mxq::TensorView view_of(uintptr_t address, const std::string& dtype, const std::
   v.data = reinterpret_cast<void*>(address);
   v.dtype = mxq::parse_dtype(dtype, std::string(arg) + ".dtype");
   v.ndim = int(shape.size());
+  v.device = device_of(device);
   for (size_t i = 0; i < shape.size(); ++i) {
     v.shape[i] = shape[i];
     v.strides[i] = strides[i];
@@ -58,8 +72,9 @@ mxq::TensorView view_of(uintptr_t address, const std::string& dtype, const std::
 
 mxq::QuantizedTensor quantized_of(const mxq::Recipe& r, int64_t rows, int64_t cols, const BufferArg& data,
                                   const BufferArg& scales, const BufferArg& col_data, const BufferArg& col_scales,
-                                  const BufferArg& global_scale, const BufferArg& amax) {
+                                  const BufferArg& global_scale, const BufferArg& amax, const DeviceArg& device) {
   mxq::QuantizedTensor q;
+  q.device = device_of(device);
   q.recipe = r;
   q.rows = rows;
   q.cols = cols;
@@ -74,9 +89,17 @@ mxq::QuantizedTensor quantized_of(const mxq::Recipe& r, int64_t rows, int64_t co
 
 // A buffer of an empty input has 0 bytes but still exists (an empty array, not None), so
 // presence follows the recipe, as plan() decides it.
-SpecTuple spec_of(const mxq::BufferSpec& s, bool exists) {
+SpecTuple spec_of(const mxq::BufferSpec& s, bool exists, bool scales) {
   if (!exists) return std::nullopt;
-  return std::make_tuple(std::string(mxq::dtype_name(s.dtype)), s.rows, s.cols, s.bytes);
+  // Storage is row-major (rows, cols), FP4 data (rows, cols / 2) bytes.
+  const int64_t cols = s.dtype == mxq::DType::float4_e2m1fn ? s.cols / 2 : s.cols;
+  ViewTuple view{s.rows, cols, cols, 1};
+  // DeepGEMM's convention for MN-major scales: the logical (MN, K blocks) matrix with MN
+  // contiguous and the TMA-aligned MN as the column stride. s.cols is round_up(mn, 4) already.
+  if (scales && (s.geometry.layout == mxq::ScaleLayout::mn_major_tma ||
+                 s.geometry.layout == mxq::ScaleLayout::packed_ue8m0))
+    view = {s.geometry.mn, s.rows, 1, s.cols};
+  return std::make_tuple(std::string(mxq::dtype_name(s.dtype)), s.rows, s.cols, s.bytes, view);
 }
 
 void translate(const std::exception_ptr& p, void*) {
@@ -163,15 +186,17 @@ NB_MODULE(_core, m) {
         const mxq::Recipe r = mxq::Recipe::parse(recipe);
         const mxq::QuantizedLayout L = mxq::plan_for(op.c_str(), r, rows, cols);
         const bool row = r.has_rowwise(), col = r.has_columnwise(), blocks = !r.is_tensor_scaled();
-        return std::make_tuple(r.name(), spec_of(L.data, row), spec_of(L.scales, row && blocks),
-                               spec_of(L.col_data, col), spec_of(L.col_scales, col && blocks),
-                               spec_of(L.global_scale, L.global_scale.present()), spec_of(L.amax, L.amax.present()));
+        return std::make_tuple(r.name(), spec_of(L.data, row, false), spec_of(L.scales, row && blocks, true),
+                               spec_of(L.col_data, col, false), spec_of(L.col_scales, col && blocks, true),
+                               spec_of(L.global_scale, L.global_scale.present(), false),
+                               spec_of(L.amax, L.amax.present(), false));
       },
       "recipe"_a, "rows"_a, "cols"_a, "op"_a = "plan",
       "(canonical name, data, scales, col_data, col_scales, global_scale, amax); each spec is "
-      "(dtype, rows, cols, bytes) or None");
+      "(dtype, rows, cols, bytes, (view rows, view cols, row stride, col stride)) or None");
 
   // The caller keeps every array alive for the call; the GIL is released while the backend runs.
+  // `device` is (kind, index) of every tensor of the call; `stream` a cudaStream_t (0: default).
   m.def(
       "quantize",
       [](uintptr_t x, const std::string& x_dtype, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
@@ -179,18 +204,19 @@ NB_MODULE(_core, m) {
          BufferArg col_scales, BufferArg global_scale, BufferArg amax, uintptr_t amax_in, uintptr_t scale_in,
          const std::string& backend, const std::string& activation, uintptr_t act, const std::string& act_dtype,
          const std::vector<int64_t>& act_shape, const std::vector<int64_t>& act_strides, uintptr_t dbias,
-         uintptr_t noop) {
-        const mxq::TensorView v = view_of(x, x_dtype, shape, strides, "input");
+         uintptr_t noop, DeviceArg device, uintptr_t stream) {
+        const mxq::TensorView v = view_of(x, x_dtype, shape, strides, "input", device);
         const mxq::QuantizedTensor q = quantized_of(mxq::Recipe::parse(recipe), rows, cols, data, scales, col_data,
-                                                    col_scales, global_scale, amax);
+                                                    col_scales, global_scale, amax, device);
         mxq::QuantizeOptions o;
         o.backend = mxq::parse_backend(backend);
         o.amax_in = reinterpret_cast<const float*>(amax_in);
         o.scale_in = reinterpret_cast<const float*>(scale_in);
         o.activation = mxq::parse_activation(activation);
+        o.stream = reinterpret_cast<void*>(stream);
         mxq::TensorView av;
         if (act) {
-          av = view_of(act, act_dtype, act_shape, act_strides, "act_input");
+          av = view_of(act, act_dtype, act_shape, act_strides, "act_input", device);
           o.act_input = &av;
         }
         o.dbias = reinterpret_cast<float*>(dbias);
@@ -201,24 +227,28 @@ NB_MODULE(_core, m) {
       "x"_a, "x_dtype"_a, "shape"_a, "strides"_a, "recipe"_a, "rows"_a, "cols"_a, "data"_a, "scales"_a,
       "col_data"_a, "col_scales"_a, "global_scale"_a, "amax"_a, "amax_in"_a, "scale_in"_a, "backend"_a,
       "activation"_a = "none", "act"_a = 0, "act_dtype"_a = "float32", "act_shape"_a = std::vector<int64_t>{},
-      "act_strides"_a = std::vector<int64_t>{}, "dbias"_a = 0, "noop"_a = 0);
+      "act_strides"_a = std::vector<int64_t>{}, "dbias"_a = 0, "noop"_a = 0, "device"_a = DeviceArg{0, 0},
+      "stream"_a = 0);
 
   m.def(
       "gemm",
-      [](const std::string& a_recipe, int64_t m, int64_t k, BufferArg a_data, BufferArg a_scales,
+      [](const std::string& a_recipe, int64_t m_, int64_t k, BufferArg a_data, BufferArg a_scales,
          const std::string& b_recipe, int64_t n, int64_t kb, BufferArg b_data, BufferArg b_scales, uintptr_t d,
-         const std::string& d_dtype, float alpha, uintptr_t c, uintptr_t bias, const std::string& backend) {
+         const std::string& d_dtype, float alpha, uintptr_t c, uintptr_t bias, const std::string& backend,
+         DeviceArg device, uintptr_t stream) {
+        const BufferArg none{0, 0};
         const mxq::QuantizedTensor qa =
-            quantized_of(mxq::Recipe::parse(a_recipe), m, k, a_data, a_scales, {0, 0}, {0, 0}, {0, 0}, {0, 0});
+            quantized_of(mxq::Recipe::parse(a_recipe), m_, k, a_data, a_scales, none, none, none, none, device);
         const mxq::QuantizedTensor qb =
-            quantized_of(mxq::Recipe::parse(b_recipe), n, kb, b_data, b_scales, {0, 0}, {0, 0}, {0, 0}, {0, 0});
-        const mxq::TensorView dv = view_of(d, d_dtype, {m, n}, {n, 1}, "d");
+            quantized_of(mxq::Recipe::parse(b_recipe), n, kb, b_data, b_scales, none, none, none, none, device);
+        const mxq::TensorView dv = view_of(d, d_dtype, {m_, n}, {n, 1}, "d", device);
         mxq::TensorView cv;
         mxq::GemmOptions o;
         o.backend = mxq::parse_backend(backend);
         o.alpha = alpha;
+        o.stream = reinterpret_cast<void*>(stream);
         if (c) {
-          cv = view_of(c, "float32", {m, n}, {n, 1}, "c");
+          cv = view_of(c, "float32", {m_, n}, {n, 1}, "c", device);
           o.c = &cv;
         }
         o.bias = reinterpret_cast<const float*>(bias);
@@ -226,23 +256,54 @@ NB_MODULE(_core, m) {
         mxq::gemm(qa, qb, dv, o);
       },
       "a_recipe"_a, "m"_a, "k"_a, "a_data"_a, "a_scales"_a, "b_recipe"_a, "n"_a, "kb"_a, "b_data"_a, "b_scales"_a, "d"_a,
-      "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a);
+      "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a, "device"_a = DeviceArg{0, 0}, "stream"_a = 0);
 
   m.def(
       "dequantize",
       [](const std::string& recipe, int64_t rows, int64_t cols, BufferArg data, BufferArg scales, BufferArg col_data,
          BufferArg col_scales, BufferArg global_scale, BufferArg amax, uintptr_t y, const std::string& y_dtype,
          const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, bool columnwise,
-         const std::string& backend) {
+         const std::string& backend, DeviceArg device, uintptr_t stream) {
         const mxq::QuantizedTensor q = quantized_of(mxq::Recipe::parse(recipe), rows, cols, data, scales, col_data,
-                                                    col_scales, global_scale, amax);
-        const mxq::TensorView v = view_of(y, y_dtype, shape, strides, "output");
+                                                    col_scales, global_scale, amax, device);
+        const mxq::TensorView v = view_of(y, y_dtype, shape, strides, "output", device);
         mxq::DequantizeOptions o;
         o.backend = mxq::parse_backend(backend);
         o.columnwise = columnwise;
+        o.stream = reinterpret_cast<void*>(stream);
         nb::gil_scoped_release release;
         mxq::dequantize(q, v, o);
       },
       "recipe"_a, "rows"_a, "cols"_a, "data"_a, "scales"_a, "col_data"_a, "col_scales"_a, "global_scale"_a,
-      "amax"_a, "y"_a, "y_dtype"_a, "shape"_a, "strides"_a, "columnwise"_a, "backend"_a);
+      "amax"_a, "y"_a, "y_dtype"_a, "shape"_a, "strides"_a, "columnwise"_a, "backend"_a, "device"_a = DeviceArg{0, 0},
+      "stream"_a = 0);
+
+  // Any object with __dlpack__ (CuPy, JAX, a torch tensor, ...): imported zero-copy through DLPack,
+  // described as (address, dtype name or "", shape, strides in elements, (device kind, index)).
+  // The capsule's owner is kept alive by `keep`, which the caller holds for the call.
+  m.def(
+      "dlpack_describe",
+      [](nb::ndarray<nb::ro> a) {
+        const nb::dlpack::dtype t = a.dtype();
+        std::string name;
+        using Code = nb::dlpack::dtype_code;
+        if (t.lanes == 1) {
+          if (t.code == uint8_t(Code::Float) && t.bits == 32) name = "float32";
+          else if (t.code == uint8_t(Code::Float) && t.bits == 16) name = "float16";
+          else if (t.code == uint8_t(Code::Bfloat) && t.bits == 16) name = "bfloat16";
+          else if (t.code == uint8_t(Code::UInt) && t.bits == 8) name = "uint8";
+          else if (t.code == uint8_t(Code::Int) && t.bits == 32) name = "int32";
+        }
+        std::vector<int64_t> shape, strides;
+        for (size_t i = 0; i < a.ndim(); ++i) {
+          shape.push_back(int64_t(a.shape(i)));
+          strides.push_back(int64_t(a.stride(i)));
+        }
+        int kind = -1;
+        if (a.device_type() == nb::device::cpu::value) kind = int(mxq::DeviceKind::cpu);
+        else if (a.device_type() == nb::device::cuda::value) kind = int(mxq::DeviceKind::cuda);
+        return std::make_tuple(reinterpret_cast<uintptr_t>(a.data()), name, shape, strides,
+                               std::make_tuple(kind, int(a.device_id())), a);
+      },
+      "a"_a);
 }

@@ -11,6 +11,7 @@
 #include "core/validate.hpp"
 #include "mxq/mxq.h"
 #include "mxq/mxq.hpp"
+#include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
 
 struct mxq_recipe_t {
@@ -436,6 +437,19 @@ mxq_status mxq_jit_warmup(const char* const* recipes, size_t n, int arch, int th
 mxq_status mxq_cuda_device_count(int* count) {
   return guarded("mxq_cuda_device_count",
                  [&] { not_null(count, "mxq_cuda_device_count", "count") = runtime::cuda_device_count(); });
+}
+
+mxq_status mxq_cuda_device_info(int device, int* arch, int* sms, int* supported, char* name, size_t n) {
+  return guarded("mxq_cuda_device_info", [&] {
+    runtime::CudaDeviceInfo info;
+    if (!runtime::cuda_device_info(device, &info))
+      fail_arg("mxq_cuda_device_info: device=" + to_string(device) + " is not a CUDA device of this process (" +
+               (runtime::cuda_device_summary().empty() ? "none" : runtime::cuda_device_summary()) + ")");
+    if (arch) *arch = info.arch;
+    if (sms) *sms = info.sms;
+    if (supported) *supported = info.supported ? 1 : 0;
+    if (name && n > 0) std::snprintf(name, n, "%s", info.name.c_str());
+  });
 }
 
 }  // extern "C"

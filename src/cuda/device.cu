@@ -91,6 +91,14 @@ std::string cuda_device_summary() {
 
 int cuda_device_count() { return cuda_unavailable_reason().empty() ? int(cuda::devices().size()) : 0; }
 
+bool cuda_device_info(int index, CudaDeviceInfo* out) {
+  const auto& list = cuda::devices();
+  if (index < 0 || index >= int(list.size())) return false;
+  const auto& d = list[size_t(index)];
+  *out = {d.major * 10 + d.minor, d.sms, d.major == 9 && d.minor == 0, d.name};
+  return true;
+}
+
 void* device_alloc(const Device& d, int64_t bytes) {
   if (d.kind == DeviceKind::cpu) {
     void* p = std::aligned_alloc(64, size_t((bytes + 63) / 64 * 64));

@@ -43,6 +43,7 @@ void require_cpu(const Device& d) {
 }  // namespace
 
 int cuda_device_count() { return 0; }
+bool cuda_device_info(int, CudaDeviceInfo*) { return false; }
 void* device_alloc(const Device& d, int64_t bytes) {
   require_cpu(d);
   void* p = std::aligned_alloc(64, size_t((bytes + 63) / 64 * 64));

@@ -4,12 +4,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "mxq/tensor.hpp"
 
 namespace mxq::runtime {
 
 int cuda_device_count();  // 0 when built without CUDA or no usable device
+
+// Any CUDA device, supported or not: compute capability as 10 * major + minor, SM count, name.
+// False when `index` is not a device (or the build has no CUDA).
+struct CudaDeviceInfo {
+  int arch = 0, sms = 0;
+  bool supported = false;  // what mxq's CUDA backends run on (sm_90)
+  std::string name;
+};
+bool cuda_device_info(int index, CudaDeviceInfo* out);
 void* device_alloc(const Device& d, int64_t bytes);
 void device_free(const Device& d, void* p);
 void copy_to_device(const Device& d, void* dst, const void* src, int64_t bytes);

@@ -372,6 +372,17 @@ static void test_info(void) {
   int count = -1;
   CHECK_OK(mxq_cuda_device_count(&count));
   CHECK(count >= 0, "device count %d", count);
+  /* device 0 where there is one (its arch and SMs are real), an error naming the device otherwise */
+  int arch = -1, sms = -1, supported = -1;
+  char dev_name[64] = "";
+  mxq_status ds = mxq_cuda_device_info(0, &arch, &sms, &supported, dev_name, sizeof dev_name);
+  if (count > 0)
+    CHECK(ds == MXQ_OK && arch >= 90 && sms > 0 && supported == 1 && dev_name[0], "device 0: %d arch %d sms %d %s",
+          (int)ds, arch, sms, dev_name);
+  else if (ds == MXQ_OK)
+    CHECK(supported == 0 && arch > 0, "an unsupported device: arch %d supported %d", arch, supported);
+  check_error(mxq_cuda_device_info(-1, &arch, NULL, NULL, NULL, 0), MXQ_ERROR_INVALID_ARGUMENT, "device=-1",
+              "device -1");
 }
 
 /* Fused reglu (rows [a | b] -> relu(a) * b), with dbias and noop: equal to quantizing the

@@ -15,3 +15,7 @@ assert not pathlib.Path(mxq.__file__).resolve().is_relative_to(REPO / "python"),
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (sm_90+) and torch with CUDA; SKIPPED elsewhere")

@@ -1,0 +1,197 @@
+"""PyTorch support: torch tensors in, torch tensors out, on the tensor's device and the current
+CUDA stream, through torch.library custom ops (mxq::quantize, mxq::dequantize, mxq::gemm) with
+fake implementations, so that the calls trace under torch.compile (fullgraph) and replay inside
+CUDA graphs.
+
+Imported by the mxq package when torch is already imported, or on the first torch tensor it
+sees; ``import mxq.torch`` forces it. Nothing is copied: the kernels read the caller's tensors
+where they are and write into tensors allocated here with torch's allocator (graph-safe).
+
+Dtypes: FP8 data float8_e4m3fn / float8_e5m2, FP4 data float4_e2m1fn_x2 of shape (..., K/2),
+UE8M0 scales float8_e8m0fnu, NVFP4's UE4M3 scales float8_e4m3fn, packed_ue8m0 int32, fp32
+scales in the exact strides of their layout (mn_major_tma: (M, K/128) with strides
+(1, round_up(M, 4)), DeepGEMM's convention).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import torch
+
+from . import _core
+from ._frameworks import Framework, register
+
+_NAMES = {
+    torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+    torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",
+    torch.float8_e8m0fnu: "float8_e8m0fnu", torch.float4_e2m1fn_x2: "float4_e2m1fn",
+    torch.uint8: "uint8", torch.int32: "int32",
+}
+_DTYPES = {name: dt for dt, name in _NAMES.items()}
+# Absent buffers come back from the custom ops as this (a schema cannot return None in a list):
+# no buffer mxq produces is stored as uint8.
+_ABSENT_DTYPE = torch.uint8
+
+
+class TorchFramework(Framework):
+    name = "torch"
+
+    def accepts(self, x) -> bool:
+        return isinstance(x, torch.Tensor)
+
+    def device(self, x, op: str, arg: str):
+        d = x.device
+        if d.type == "cpu":
+            return (0, 0)
+        if d.type == "cuda":
+            return (1, d.index if d.index is not None else torch.cuda.current_device())
+        raise ValueError(f"{op}: {arg}.device={d}; expected a cpu or cuda tensor")
+
+    def describe(self, x, op: str, arg: str, meta: bool = False):
+        name = _NAMES.get(x.dtype)
+        if name is None:
+            raise TypeError(f"{op}: {arg}.dtype={x.dtype} is not supported")
+        if x.dim() == 0:
+            raise ValueError(f"{op}: {arg}.ndim=0; expected a tensor of at least one dimension")
+        # meta: a fake tensor (torch.compile), no address; symbolic sizes specialise here, since
+        # the scale layouts' padding is not expressible symbolically.
+        return (0 if meta else x.data_ptr(), name, [int(s) for s in x.shape], [int(s) for s in x.stride()],
+                self.device(x, op, arg))
+
+    def empty(self, spec, device):
+        dev = _device(device)
+        rows, cols, rs, cs = spec.view
+        dt = _DTYPES[spec.dtype]
+        storage = torch.empty(spec.bytes // dt.itemsize, dtype=dt, device=dev)
+        return storage.as_strided((rows, cols), (rs, cs))
+
+    def dense(self, shape, dtype: str, device):
+        return torch.empty(tuple(shape), dtype=_DTYPES[dtype], device=_device(device))
+
+    def zeros_f32(self, n: int, device):
+        return torch.zeros(n, dtype=torch.float32, device=_device(device))
+
+    def scalar(self, v, device, op: str, name: str):
+        if v is None:
+            return None
+        if isinstance(v, torch.Tensor):
+            if v.dtype != torch.float32 or v.numel() != 1 or self.device(v, op, name) != tuple(device):
+                raise ValueError(f"{op}: {name} must be one float32 value on the input's device, got "
+                                 f"{v.dtype} of shape {tuple(v.shape)} on {v.device}")
+            return v
+        return torch.tensor([float(v)], dtype=torch.float32, device=_device(device))
+
+    def address(self, a) -> int:
+        return a.data_ptr()
+
+    def capacity(self, a) -> int:
+        return a.untyped_storage().nbytes() - a.storage_offset() * a.element_size()
+
+    def dtype_name(self, a) -> str:
+        return _NAMES.get(a.dtype, str(a.dtype))
+
+    def strides(self, a):
+        return tuple(a.stride())
+
+    def is_contiguous(self, a) -> bool:
+        return a.is_contiguous()
+
+    def stream(self, device) -> int:
+        if device[0] != 1:
+            return 0
+        return torch.cuda.current_stream(device[1]).cuda_stream
+
+
+def _device(device) -> torch.device:
+    return torch.device("cpu") if device[0] == 0 else torch.device("cuda", device[1])
+
+
+FRAMEWORK = TorchFramework()
+register(FRAMEWORK)
+
+# ---- custom ops ------------------------------------------------------------------------------
+# The package's quantize / dequantize / gemm call these for torch tensors. Each real
+# implementation plans, allocates with torch and calls the C++ API; each fake one plans and
+# allocates only, so shapes, dtypes and strides agree between the two by construction.
+
+from . import _ops  # noqa: E402  (needs FRAMEWORK registered)
+
+
+def _absent(device) -> torch.Tensor:
+    return torch.empty(0, dtype=_ABSENT_DTYPE, device=device)
+
+
+def _out_list(bufs, device) -> List[torch.Tensor]:
+    return [(_absent(device) if b is None else b) for b in bufs]
+
+
+@torch.library.custom_op("mxq::quantize", mutates_args=())
+def quantize_op(x: torch.Tensor, recipe: str, amax: Optional[torch.Tensor], scale: Optional[torch.Tensor],
+                activation: str, act_input: Optional[torch.Tensor], dbias: bool, noop: Optional[torch.Tensor],
+                backend: str) -> List[torch.Tensor]:
+    """[data, scales, col_data, col_scales, global_scale, amax, dbias]; an absent one is an empty uint8."""
+    bufs = _ops.quantize_into(FRAMEWORK, x, recipe, amax, scale, backend, activation, act_input, dbias, noop)
+    return _out_list(bufs, x.device)
+
+
+@quantize_op.register_fake
+def _quantize_fake(x, recipe, amax, scale, activation, act_input, dbias, noop, backend):
+    bufs = _ops.quantize_into(FRAMEWORK, x, recipe, amax, scale, backend, activation, act_input, dbias, noop,
+                              run=False)
+    return _out_list(bufs, x.device)
+
+
+@torch.library.custom_op("mxq::dequantize", mutates_args=())
+def dequantize_op(recipe: str, rows: int, cols: int, data: Optional[torch.Tensor], scales: Optional[torch.Tensor],
+                  col_data: Optional[torch.Tensor], col_scales: Optional[torch.Tensor],
+                  global_scale: Optional[torch.Tensor], amax: Optional[torch.Tensor], dtype: str, columnwise: bool,
+                  backend: str) -> torch.Tensor:
+    return _ops.dequantize_into(FRAMEWORK, recipe, rows, cols, [data, scales, col_data, col_scales, global_scale, amax],
+                                dtype, columnwise, backend)
+
+
+@dequantize_op.register_fake
+def _dequantize_fake(recipe, rows, cols, data, scales, col_data, col_scales, global_scale, amax, dtype, columnwise,
+                     backend):
+    return _ops.dequantize_into(FRAMEWORK, recipe, rows, cols, [data, scales, col_data, col_scales, global_scale, amax],
+                                dtype, columnwise, backend, run=False)
+
+
+@torch.library.custom_op("mxq::gemm", mutates_args=())
+def gemm_op(a_recipe: str, m: int, k: int, a_data: torch.Tensor, a_scales: torch.Tensor, b_recipe: str, n: int,
+            kb: int, b_data: torch.Tensor, b_scales: torch.Tensor, alpha: float, c: Optional[torch.Tensor],
+            bias: Optional[torch.Tensor], out_dtype: str, backend: str) -> torch.Tensor:
+    return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,
+                          bias, out_dtype, backend)
+
+
+@gemm_op.register_fake
+def _gemm_fake(a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c, bias, out_dtype,
+               backend):
+    return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,
+                          bias, out_dtype, backend, run=False)
+
+
+def quantize(x, recipe: str, canonical: str, amax, scale, backend, activation, act_input, dbias, noop, make):
+    """The package's quantize for a torch tensor: the custom op, then the QuantizedTensor (both
+    trace under torch.compile: nothing here calls into C++)."""
+    dev = FRAMEWORK.device(x, "quantize", "x")
+    amax = FRAMEWORK.scalar(amax, dev, "quantize", "amax")
+    scale = FRAMEWORK.scalar(scale, dev, "quantize", "scale")
+    noop = FRAMEWORK.scalar(noop, dev, "quantize", "noop")
+    outs = torch.ops.mxq.quantize(x, recipe, amax, scale, activation, act_input, bool(dbias), noop, backend)
+    bufs = [None if t.dtype == _ABSENT_DTYPE else t for t in outs]
+    return make(canonical, x.shape, activation, bufs)
+
+
+def dequantize(q, dtype: str, columnwise: bool, backend: str):
+    return torch.ops.mxq.dequantize(q.recipe, q.rows, q.cols, q.data, q.scales, q.col_data, q.col_scales,
+                                    q.global_scale, q.amax, dtype, bool(columnwise), backend)
+
+
+def gemm(a, b, alpha, c, bias, out_dtype, backend):
+    return torch.ops.mxq.gemm(a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
+                              b.scales, float(alpha), c, bias, out_dtype, backend)
+
+
+del _core  # only _ops talks to the extension

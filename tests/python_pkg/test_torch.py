@@ -1,0 +1,284 @@
+"""PyTorch in, PyTorch out. CPU-tensor tests run wherever torch is installed (the CPU backend);
+tests marked `gpu` need a CUDA device and report SKIPPED elsewhere. Every comparison is byte
+for byte against the C++ API through NumPy (the CPU reference backend)."""
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import mxq  # noqa: E402
+from mxq import _core  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+CUDA = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
+gpu = pytest.mark.gpu
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device of sm_90 or newer")
+
+RECIPES = ["fp8_tensor", "fp8_tensor_e5m2:dir=both", "fp8_block_1x128", "fp8_block_1x128:pow2=1,layout=mn_major_tma",
+           "fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128", "mxfp8", "mxfp8:dir=both",
+           "mxfp8:dir=both,colform=same", "mxfp8:layout=swizzled_128x4", "mxfp4:dir=both", "nvfp4", "nvfp4_2d",
+           "fp4_block_1x32"]
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+BUFFERS = ("data", "scales", "col_data", "col_scales", "global_scale", "amax")
+
+
+def sample(shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g) * 3
+    x.view(-1)[:: 97] *= 40  # outliers
+    return x.to(dtype)
+
+
+def to_numpy(x: torch.Tensor) -> np.ndarray:
+    if x.dtype == torch.bfloat16:
+        import ml_dtypes
+        return x.cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return x.cpu().numpy()
+
+
+def raw(a) -> bytes:
+    """The bytes of a buffer's storage in its layout (views included), for either library."""
+    if isinstance(a, torch.Tensor):
+        st = a.untyped_storage()
+        return bytes(torch.empty(0, dtype=torch.uint8).set_(st.cpu() if a.is_cuda else st).numpy())
+    base = a
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return base.tobytes()
+
+
+def assert_same_bytes(qt, qn, what=""):
+    assert qt.recipe == qn.recipe
+    for b in BUFFERS:
+        t, n = getattr(qt, b), getattr(qn, b)
+        assert (t is None) == (n is None), (what, b)
+        if t is not None:
+            assert tuple(t.shape) == tuple(n.shape), (what, b, t.shape, n.shape)
+            assert raw(t) == raw(n), f"{what}: {b} differs"
+
+
+# ---- CPU torch tensors -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_cpu_torch_equals_numpy(recipe):
+    x = sample((64, 256))
+    qt = mxq.quantize(x, recipe)
+    qn = mxq.quantize(to_numpy(x), recipe)
+    assert_same_bytes(qt, qn, recipe)
+    if qt.col_data is None or "colform=same" not in recipe:
+        yt = mxq.dequantize(qt)
+        assert yt.dtype == torch.float32 and yt.shape == x.shape
+        assert np.array_equal(to_numpy(yt), mxq.dequantize(qn))
+
+
+def test_dtypes_and_shapes():
+    x = sample((4, 3, 128), torch.bfloat16)
+    q = mxq.quantize(x, "mxfp8")
+    assert q.data.dtype == torch.float8_e4m3fn and q.data.shape == (4, 3, 128)
+    assert q.scales.dtype == torch.float8_e8m0fnu and q.scales.shape == (12, 4)
+    q4 = mxq.quantize(x, "nvfp4")
+    assert q4.data.dtype == torch.float4_e2m1fn_x2 and q4.data.shape == (4, 3, 64)
+    assert q4.scales.dtype == torch.float8_e4m3fn and q4.global_scale.dtype == torch.float32
+    assert q4.global_scale.shape == (1,) and q4.amax.shape == (1,)
+    qe = mxq.quantize(x, "mxfp8_e5m2")
+    assert qe.data.dtype == torch.float8_e5m2
+    qp = mxq.quantize(x, "fp8_block_1x128:pow2=1,layout=packed_ue8m0")
+    assert qp.scales.dtype == torch.int32
+
+
+def test_mn_major_scales_have_deepgemm_strides():
+    m, k = 130, 512
+    q = mxq.quantize(sample((m, k)), "fp8_block_1x128:layout=mn_major_tma")
+    assert q.scales.shape == (m, k // 128) and q.scales.stride() == (1, 132)
+    qn = mxq.quantize(to_numpy(sample((m, k))), "fp8_block_1x128:layout=mn_major_tma")
+    assert qn.scales.shape == (m, k // 128) and qn.scales.strides == (4, 132 * 4)
+    assert np.array_equal(q.scales.numpy(), qn.scales)  # the same logical values
+    # a buffer in the view's strides goes back in unchanged
+    assert torch.equal(mxq.dequantize(q), torch.from_numpy(mxq.dequantize(qn)))
+
+
+def test_errors_are_clear():
+    with pytest.raises(TypeError, match=r"x.dtype=torch.float64 is not supported"):
+        mxq.quantize(torch.ones(4, 32, dtype=torch.float64), "mxfp8")
+    with pytest.raises(ValueError, match=r"strides\[1\]=2 must be 1"):
+        mxq.quantize(torch.ones(4, 128)[:, ::2], "mxfp8")
+    with pytest.raises(ValueError, match=r"input.shape\[1\]=33 must be even"):
+        mxq.quantize(torch.ones(4, 33), "nvfp4")
+    q = mxq.quantize(torch.ones(4, 64), "mxfp8")
+    q.scales = q.scales.t()
+    with pytest.raises(ValueError, match=r"q.scales has strides"):
+        mxq.dequantize(q)
+
+
+def test_strided_rows_and_empty():
+    big = sample((16, 384))
+    x = big[::2, 64:320]  # row stride 768, last dimension contiguous
+    assert_same_bytes(mxq.quantize(x, "mxfp8"), mxq.quantize(to_numpy(x.contiguous()), "mxfp8"), "strided")
+    q = mxq.quantize(torch.empty(0, 64), "mxfp8")
+    assert q.data.shape == (0, 64) and mxq.dequantize(q).shape == (0, 64)
+
+
+def test_fused_on_cpu_tensors():
+    x, g = sample((32, 256), seed=1), sample((32, 128), seed=2)
+    qt = mxq.quantize(x, "mxfp8", activation="swiglu", dbias=True)
+    qn = mxq.quantize(to_numpy(x), "mxfp8", activation="swiglu", dbias=True)
+    assert_same_bytes(qt, qn, "swiglu")
+    assert np.array_equal(qt.dbias.numpy(), qn.dbias)
+    qt = mxq.quantize(g, "mxfp8", activation="gelu", act_input=sample((32, 128), seed=3))
+    qn = mxq.quantize(to_numpy(g), "mxfp8", activation="gelu", act_input=to_numpy(sample((32, 128), seed=3)))
+    assert_same_bytes(qt, qn, "dgelu")
+
+
+# opcheck's test_schema runs arithmetic on the outputs, which torch does not implement for FP8
+# on the CPU; the fake-tensor and AOT-dispatch checks (static and dynamic shapes) are the ones
+# torch.compile relies on.
+OPCHECKS = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_static", "test_aot_dispatch_dynamic")
+
+
+def test_custom_ops_pass_opcheck():
+    x = sample((8, 128))
+    for recipe in ("mxfp8:dir=both", "nvfp4", "fp8_block_1x128:layout=mn_major_tma", "fp8_tensor"):
+        torch.library.opcheck(torch.ops.mxq.quantize.default, (x, recipe, None, None, "none", None, False, None, "auto"),
+                              test_utils=OPCHECKS)
+    q = mxq.quantize(x, "mxfp8")
+    torch.library.opcheck(torch.ops.mxq.dequantize.default,
+                          (q.recipe, 8, 128, q.data, q.scales, None, None, None, None, "float32", False, "auto"),
+                          test_utils=OPCHECKS)
+
+
+def test_torch_compile_fullgraph_cpu():
+    x = sample((32, 256))
+
+    def f(t):
+        q = mxq.quantize(t, "mxfp8:dir=both")
+        return q.data, q.scales, q.col_data, q.col_scales, mxq.dequantize(q)
+
+    got = torch.compile(f, fullgraph=True, backend="aot_eager")(x)
+    want = f(x)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and a.shape == b.shape and raw(a) == raw(b)
+
+
+def test_gemm_on_cpu_tensors():
+    g = torch.Generator().manual_seed(5)
+    a = torch.randint(-4, 5, (8, 256), generator=g).float()
+    b = torch.randint(-4, 5, (128, 256), generator=g).float()
+    qa = mxq.quantize(a, "fp8_block_1x128:pow2=1")
+    qb = mxq.quantize(b, "fp8_block_128x128:pow2=1")
+    d = mxq.gemm(qa, qb)
+    assert d.dtype == torch.float32 and torch.equal(d, a @ b.T)
+
+
+def test_dlpack_import_describes_the_tensor():
+    x = sample((6, 64), torch.bfloat16)[:, :32]
+    address, name, shape, strides, device, _keep = _core.dlpack_describe(x)
+    assert (address, name, shape, strides, device) == (x.data_ptr(), "bfloat16", [6, 32], [64, 1], (0, 0))
+
+
+# ---- CUDA tensors ---------------------------------------------------------------------------------
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_cuda_equals_cpu_reference(recipe, dtype):
+    for shape in ((1, 7168), (127, 256), (256, 1024)):
+        x = sample(shape, TORCH_DTYPES[dtype], seed=shape[0])
+        if "fp4" in recipe and "both" in recipe and shape[0] % 2:
+            continue
+        qg = mxq.quantize(x.cuda(), recipe)
+        assert qg.data is None or qg.data.is_cuda
+        assert mxq.last_dispatch()["backend"].startswith("cuda")
+        qc = mxq.quantize(x, recipe, backend="cpu")
+        assert_same_bytes(qg, qc, f"{recipe} {dtype} {shape}")
+        if "colform=same" not in recipe and qg.data is not None:
+            assert torch.equal(mxq.dequantize(qg).cpu(), mxq.dequantize(qc))
+
+
+@gpu
+@needs_cuda
+def test_cuda_runs_on_the_current_stream():
+    x = sample((512, 1024), torch.bfloat16).cuda()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(20_000_000)  # keeps s busy: a kernel on another stream would run first
+        q = mxq.quantize(x, "fp8_tensor")
+        y = mxq.dequantize(q, dtype=torch.bfloat16)
+    s.synchronize()
+    assert_same_bytes(q, mxq.quantize(x.cpu(), "fp8_tensor", backend="cpu"), "stream")
+    assert y.dtype == torch.bfloat16 and y.is_cuda
+
+
+@gpu
+@needs_cuda
+def test_cuda_torch_compile_inductor():
+    x = sample((256, 2048), torch.bfloat16).cuda()
+
+    def f(t):
+        q = mxq.quantize(t * 2, "mxfp8:dir=both")
+        return q.data, q.scales, q.col_data, q.col_scales
+
+    got = torch.compile(f, fullgraph=True)(x)
+    want = f(x)
+    for a, b in zip(got, want):
+        assert raw(a) == raw(b)
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("recipe", ["fp8_tensor", "mxfp8:dir=both", "nvfp4", "fp8_block_1x128"])
+def test_cuda_graph_capture_and_replay(recipe):
+    x = sample((256, 1024), torch.bfloat16).cuda()
+    mxq.quantize(x, recipe)  # warm-up outside the capture (JIT, allocator)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        q = mxq.quantize(x, recipe)
+    x.copy_(sample((256, 1024), torch.bfloat16, seed=9).cuda())
+    g.replay()
+    torch.cuda.synchronize()
+    assert_same_bytes(q, mxq.quantize(x.cpu(), recipe, backend="cpu"), f"graph {recipe}")
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("b_recipe", ["fp8_block_128x128", "fp8_block_1x128:layout=mn_major_tma"])
+def test_block_fp8_feeds_torch_scaled_mm(b_recipe):
+    """quantize -> torch._scaled_mm (cuBLASLt 1x128 / 128x128 block scaling) with no reshuffle:
+    A's mn_major_tma scales are DeepGEMM's (M, K/128) with strides (1, M); B's 128x128 scales
+    transpose to (K/128, N/128); B's 1x128 mn_major_tma scales transpose to (K/128, N)."""
+    m, n, k = 256, 512, 1024
+    a, b = sample((m, k), torch.bfloat16, 1).cuda(), sample((n, k), torch.bfloat16, 2).cuda()
+    qa = mxq.quantize(a, "fp8_block_1x128:layout=mn_major_tma")
+    qb = mxq.quantize(b, b_recipe)
+    d = torch._scaled_mm(qa.data, qb.data.t(), scale_a=qa.scales, scale_b=qb.scales.t(), out_dtype=torch.bfloat16)
+    cpu = lambda q: mxq.QuantizedTensor(q.recipe, q.shape, *(None if getattr(q, f) is None else getattr(q, f).cpu()
+                                                            for f in BUFFERS))
+    ref = mxq.gemm(cpu(qa), cpu(qb), out_dtype="float32")  # fp64 reference on the same quantized operands
+    err = ((d.float().cpu() - ref).norm() / ref.norm()).item()
+    assert err <= 4e-3, err
+
+
+@gpu
+@needs_cuda
+def test_readme_torch_example_runs():
+    r = subprocess.run([sys.executable, str(HERE / "readme_torch_example.py")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "torch.float8_e4m3fn" in r.stdout
+
+
+def test_readme_torch_example_is_the_readme_s():
+    readme = (HERE.parents[1] / "README.md").read_text()
+    assert (HERE / "readme_torch_example.py").read_text() in readme
+
+
+def test_cupy_through_dlpack():
+    cp = pytest.importorskip("cupy")
+    x = cp.asarray(to_numpy(sample((64, 256))))
+    q = mxq.quantize(x, "mxfp8")
+    qn = mxq.quantize(to_numpy(sample((64, 256))), "mxfp8")
+    assert cp.asnumpy(q.data).tobytes() == qn.data.tobytes()
+    assert cp.asnumpy(q.scales).tobytes() == qn.scales.tobytes()
