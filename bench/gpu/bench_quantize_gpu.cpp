@@ -142,6 +142,45 @@ int main(int argc, char** argv) {
                         ms, gbps, copy_gbps, gbps / copy_gbps, eager_ms});
       }
     }
+    // Fused epilogues (cuda-jit kernels): bytes are everything read (input, and act_input for
+    // dact) and written (outputs, dbias). copy_dst holds a copy of x: the backward pass's
+    // act_input, a distinct buffer so that its reads are not L2 hits on x.
+    struct FusedRow {
+      const char* recipe;
+      Activation act;
+      bool dact, dbias;
+    };
+    const FusedRow fused[] = {{"mxfp8", Activation::swiglu, false, false},
+                              {"mxfp8:dir=both", Activation::gelu, true, true},
+                              {"fp8_block_1x128:layout=mn_major_tma", Activation::silu, false, false},
+                              {"mxfp8", Activation::none, false, true},
+                              {"nvfp4", Activation::swiglu, false, false}};
+    cli::DeviceBuffer dbias(gpu, k * 4);
+    for (const FusedRow& fr : fused) {
+      if (!only.empty() && only != std::string(fr.recipe) + "+fused") continue;
+      const Recipe r = Recipe::parse(fr.recipe);
+      const bool gated = num::is_gated(fr.act);
+      const int64_t n = gated ? k / 2 : k;
+      cli::QuantizedBuffers q(r, m, n, gpu);
+      QuantizedTensor qv = q.view();
+      const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+      if (!global) qv.amax = Buffer{};
+      const TensorView av = TensorView::matrix(copy_dst.data(), DType::bfloat16, m, k, -1, gpu);
+      QuantizeOptions o;
+      o.stream = s;
+      o.activation = fr.act;
+      if (fr.dact) o.act_input = &av;
+      if (fr.dbias) o.dbias = static_cast<float*>(dbias.data());
+      if (global) o.amax_in = static_cast<const float*>(amax_given.data());
+      const double bytes = double(x.bytes()) * (fr.dact ? 2 : 1) + double(q.layout().total_bytes()) -
+                           (global ? 0 : double(q.layout().amax.bytes)) + (fr.dbias ? double(n) * 4 : 0);
+      const double ms = graph_ms_per_call([&] { quantize(xv, qv, o); }, s);
+      const double eager_ms = median_ms([&] { quantize(xv, qv, o); }, 20, s);
+      const double gbps = bytes / ms / 1e6;
+      const std::string note = std::string("fused ") + (fr.dact ? "d" : "") + activation_name(fr.act) +
+                               (fr.dbias ? "+dbias" : "") + (global ? ", given amax" : "");
+      rows.push_back({r.name(), shape, note, ms, gbps, copy_gbps, gbps / copy_gbps, eager_ms});
+    }
   }
   // Decode-sized shapes: microseconds per call under CUDA-graph replay.
   struct Small {

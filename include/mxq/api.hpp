@@ -22,8 +22,13 @@ Activation parse_activation(std::string_view name, std::string_view argument = "
 struct QuantizeOptions {
   Backend backend = Backend::automatic;
   // ---- fused epilogues (TransformerEngine's): what is quantized is y = f(x), in fp32, with the
-  // functions of numerics/activations.h. The cpu backend runs them in this build; the CUDA
-  // backends reject them (Error unsupported) until their kernels fuse them too.
+  // functions of numerics/activations.h, the same bits on every backend. On CUDA they run in the
+  // specialised kernels, compiled on first use by the JIT (none are built ahead of time, so
+  // backend cuda-aot falls back to cuda-jit); a call no specialised kernel can take (unaligned,
+  // strided by an odd amount), fp8_tensor / nvfp4 with an activation but no amax_in / scale_in
+  // (the amax of act(x) is not computed on the device), or noop with fp8_tensor / nvfp4, is
+  // Error unsupported. dbias on CUDA is summed in another order than the cpu's fp64 sums (fp32
+  // atomics): within rows * 2^-24 * sum|y| of them.
   //   activation: y = act(x); a gated one (swiglu, geglu, reglu) reads x as [M, 2N] rows
   //     [a | b], gives y = act(a) * b, and `out` is planned for [M, N].
   //   act_input: set for the backward pass: x is the incoming gradient and

@@ -138,8 +138,9 @@ typedef struct mxq_quantize_options {
   /* A cudaStream_t for CUDA tensors (NULL: the default stream); ignored on the CPU. The one
    * untyped pointer here, so that this header needs no CUDA headers. */
   void* stream;
-  /* ---- fused epilogues (the cpu backend runs them; CUDA backends answer
-   * MXQ_ERROR_UNSUPPORTED until their kernels fuse them). What is quantized is y = f(input):
+  /* ---- fused epilogues: every backend gives the same bits (on CUDA, kernels compiled on first
+   * use by the JIT; the cases CUDA refuses with MXQ_ERROR_UNSUPPORTED are listed at
+   * mxq::QuantizeOptions in mxq/api.hpp). What is quantized is y = f(input):
    *   activation: y = act(input); a gated one reads input rows [a | b] (width 2N), gives
    *               act(a) * b, and `quantized` is for width N.
    *   act_input:  NULL, or the backward pass: input is the gradient and

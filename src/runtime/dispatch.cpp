@@ -54,12 +54,7 @@ void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOpt
     else cpu::quantize(call, out, options);
     runtime::record_dispatch("quantize", Backend::cpu, fused ? "reference fused" : "reference");
   } else {
-    if (fused)
-      fail(ErrorCode::unsupported, std::string("quantize: fused epilogues (activation ") +
-                                       activation_name(options.activation) +
-                                       ", act_input, dbias, noop) run on the cpu backend in this build; the CUDA "
-                                       "kernels do not fuse them yet");
-    runtime::cuda_quantize(b, call, out, options);
+    runtime::cuda_quantize(b, call, out, options);  // fused epilogues: the JIT-compiled kernels
   }
 }
 

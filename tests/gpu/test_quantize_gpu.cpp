@@ -12,6 +12,7 @@
 
 #include "cli/host_tensor.hpp"
 #include "mxq/mxq.hpp"
+#include "mxq/numerics/activations.h"
 #include "mxq/numerics/formats.h"
 #include "runtime/memory.hpp"
 
@@ -134,6 +135,26 @@ std::vector<uint8_t> fetch(DeviceBuffer& b) {
   return v;
 }
 
+// Every output buffer of the two backends, byte for byte (poison included where unwritten).
+void expect_same_outputs(QuantizedBuffers& qg, QuantizedBuffers& qc, const std::string& where) {
+  struct Pair {
+    const char* name;
+    DeviceBuffer& g;
+    DeviceBuffer& c;
+  } pairs[] = {{"data", qg.data(), qc.data()},
+               {"scales", qg.scales(), qc.scales()},
+               {"col_data", qg.col_data(), qc.col_data()},
+               {"col_scales", qg.col_scales(), qc.col_scales()},
+               {"global_scale", qg.global_scale(), qc.global_scale()},
+               {"amax", qg.amax(), qc.amax()}};
+  for (auto& p : pairs) {
+    const auto g = fetch(p.g), c = fetch(p.c);
+    ASSERT_EQ(g.size(), c.size());
+    const std::string mm = first_mismatch(g, c);
+    ASSERT_TRUE(mm.empty()) << where << ": " << p.name << " differs at " << mm;
+  }
+}
+
 // The backend of the GPU side of check_case, and what that call ran.
 Backend g_gpu_backend = Backend::automatic;
 DispatchInfo g_gpu_dispatch;
@@ -171,22 +192,8 @@ void check_case(const std::string& recipe_text, DType dt, Shape shape, Values ki
   const std::string where = recipe.name() + " " + dtype_name(dt) + " " + std::to_string(shape.rows) + "x" +
                             std::to_string(shape.cols) + (row_pad ? " stride " + std::to_string(stride) : "") +
                             (kind == Values::special ? " special" : "");
-  struct Pair {
-    const char* name;
-    DeviceBuffer& g;
-    DeviceBuffer& c;
-  } pairs[] = {{"data", qg.data(), qc.data()},
-               {"scales", qg.scales(), qc.scales()},
-               {"col_data", qg.col_data(), qc.col_data()},
-               {"col_scales", qg.col_scales(), qc.col_scales()},
-               {"global_scale", qg.global_scale(), qc.global_scale()},
-               {"amax", qg.amax(), qc.amax()}};
-  for (auto& p : pairs) {
-    const auto g = fetch(p.g), c = fetch(p.c);
-    ASSERT_EQ(g.size(), c.size());
-    const std::string mm = first_mismatch(g, c);
-    ASSERT_TRUE(mm.empty()) << where << ": " << p.name << " differs at " << mm;
-  }
+  expect_same_outputs(qg, qc, where);
+  if (::testing::Test::HasFatalFailure()) return;
   // Dequantize each direction on both backends: identical bits.
   for (bool col : {false, true}) {
     if (col ? !recipe.has_columnwise() : !recipe.has_rowwise()) continue;
@@ -417,6 +424,198 @@ TEST(GpuQuantize, RejectsHostPointersAndMissingDevices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
   }
+}
+
+// ---- fused epilogues (JIT-compiled kernels) against the CPU reference --------------------------
+
+float dtype_value(const std::vector<uint8_t>& b, DType t, size_t i) {
+  if (t == DType::float32) {
+    float f;
+    std::memcpy(&f, &b[i * 4], 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, &b[i * 2], 2);
+  return t == DType::bfloat16 ? num::bf16_to_float(h) : num::fp16_to_float(h);
+}
+
+struct Fused {
+  Activation act = Activation::none;
+  bool dact = false, dbias = false, noop = false;
+};
+
+// One fused call on both backends. `shape` is the output's; a gated activation reads 2x the
+// columns. Data, scales, global scale and amax must be equal byte for byte. dbias is a sum in
+// another order (fp32 atomics on the GPU, fp64 on the CPU): |gpu - cpu| <= rows * 2^-24 * sum|y|
+// per column, the bound of any fp32 summation order, plus rows * 2^-126 (float atomics flush
+// subnormals). With noop every GPU output, dbias
+// included, must still hold its poison.
+void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f, uint64_t seed) {
+  const Recipe recipe = Recipe::parse(recipe_text);
+  shape = adapt(recipe, shape);
+  const bool gated = num::is_gated(f.act);
+  const int64_t in_cols = gated ? 2 * shape.cols : shape.cols;
+  const std::vector<uint8_t> xb = to_dtype(make_values(shape.rows, in_cols, Values::normal_outliers, seed), dt);
+  const std::vector<uint8_t> ab = to_dtype(make_values(shape.rows, in_cols, Values::normal_outliers, seed + 7), dt);
+  DeviceBuffer xg(kGpu, int64_t(xb.size())), ag(kGpu, int64_t(ab.size()));
+  xg.upload(xb.data());
+  ag.upload(ab.data());
+  const TensorView xgv = TensorView::matrix(xg.data(), dt, shape.rows, in_cols, -1, kGpu);
+  const TensorView xcv = TensorView::matrix(const_cast<uint8_t*>(xb.data()), dt, shape.rows, in_cols);
+  const TensorView agv = TensorView::matrix(ag.data(), dt, shape.rows, in_cols, -1, kGpu);
+  const TensorView acv = TensorView::matrix(const_cast<uint8_t*>(ab.data()), dt, shape.rows, in_cols);
+
+  QuantizedBuffers qg(recipe, shape.rows, shape.cols, kGpu), qc(recipe, shape.rows, shape.cols, kCpu);
+  for (auto* q : {&qg, &qc})
+    for (DeviceBuffer* b : {&q->data(), &q->scales(), &q->col_data(), &q->col_scales(), &q->global_scale(), &q->amax()})
+      b->fill(0xcd);
+  DeviceBuffer dbg(kGpu, shape.cols * 4), amax_g(kGpu, 4), noop_g(kGpu, 4);
+  dbg.fill(0xcd);
+  std::vector<float> dbc(size_t(shape.cols));
+  const float amax_given = 40.0f, one = 1.0f;
+  amax_g.upload(&amax_given);
+  noop_g.upload(&one);
+  const bool per_tensor = recipe.scheme == Scheme::fp8_tensor || recipe.scheme == Scheme::nvfp4;
+  QuantizeOptions og, oc;
+  og.backend = g_gpu_backend;
+  oc.backend = Backend::cpu;
+  og.activation = oc.activation = f.act;
+  if (f.dact) {
+    og.act_input = &agv;
+    oc.act_input = &acv;
+  }
+  if (f.dbias) {
+    og.dbias = static_cast<float*>(dbg.data());
+    oc.dbias = dbc.data();
+  }
+  if (per_tensor) {
+    og.amax_in = static_cast<const float*>(amax_g.data());
+    oc.amax_in = &amax_given;
+  }
+  if (f.noop) og.noop = static_cast<const float*>(noop_g.data());
+  quantize(xgv, qg.view(), og);
+  g_gpu_dispatch = last_dispatch();
+  runtime::device_synchronize(kGpu);
+  const std::string where = recipe.name() + " " + dtype_name(dt) + " " + std::to_string(shape.rows) + "x" +
+                            std::to_string(shape.cols) + " " + (f.dact ? "d" : "") + activation_name(f.act) +
+                            (f.dbias ? "+dbias" : "") + (f.noop ? " noop" : "");
+  if (f.noop) {
+    for (DeviceBuffer* b : {&qg.data(), &qg.scales(), &qg.col_data(), &qg.col_scales(), &qg.global_scale(), &qg.amax(), &dbg})
+      for (uint8_t v : fetch(*b)) ASSERT_EQ(v, 0xcd) << where << ": a noop call wrote";
+    return;
+  }
+  quantize(xcv, qc.view(), oc);
+  expect_same_outputs(qg, qc, where);
+  if (::testing::Test::HasFatalFailure()) return;
+  if (!f.dbias) return;
+  std::vector<float> dg(size_t(shape.cols));
+  dbg.download(dg.data());
+  for (int64_t c = 0; c < shape.cols; ++c) {
+    double abs_sum = 0;
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      const size_t i = size_t(r * in_cols + c);
+      const float x = dtype_value(xb, dt, i);
+      float y;
+      if (gated) y = num::mul_rn(num::act_f(num::gate_of(f.act), x), dtype_value(xb, dt, i + size_t(shape.cols)));
+      else if (f.dact) y = num::mul_rn(x, num::dact_f(f.act, dtype_value(ab, dt, i)));
+      else y = num::act_f(f.act, x);
+      abs_sum += std::fabs(double(y));
+    }
+    // plus rows * 2^-126: float atomicAdd flushes subnormal sums to zero
+    const double tol = double(shape.rows) * (std::ldexp(1.0, -24) * abs_sum + std::ldexp(1.0, -126));
+    if (std::isnan(dbc[size_t(c)]) || std::isinf(abs_sum)) {
+      ASSERT_EQ(std::isnan(dg[size_t(c)]), std::isnan(dbc[size_t(c)])) << where << ": dbias[" << c << "]";
+      continue;
+    }
+    ASSERT_LE(std::fabs(double(dg[size_t(c)]) - double(dbc[size_t(c)])), tol)
+        << where << ": dbias[" << c << "] gpu " << dg[size_t(c)] << " cpu " << dbc[size_t(c)];
+  }
+}
+
+TEST(GpuFused, EveryActivationBitExact) {
+  REQUIRE_GPU();
+  int cases = 0;
+  for (int a = 1; a <= int(Activation::reglu); ++a)
+    for (const Shape& s : {Shape{128, 512}, Shape{33, 1032}}) {
+      check_fused("mxfp8:dir=both", DType::bfloat16, s, {Activation(a), false, true, false}, uint64_t(a));
+      if (HasFatalFailure()) return;
+      ++cases;
+      if (!num::is_gated(Activation(a))) {
+        check_fused("mxfp8:dir=both", DType::bfloat16, s, {Activation(a), true, true, false}, uint64_t(a) + 50);
+        if (HasFatalFailure()) return;
+        ++cases;
+      }
+    }
+  std::printf("fused activation cases: %d\n", cases);
+}
+
+TEST(GpuFused, RecipesAndDtypesBitExact) {
+  REQUIRE_GPU();
+  const char* recipes[] = {"mxfp8", "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma",
+                           "fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128", "mxfp4:dir=both",
+                           "nvfp4", "nvfp4_2d", "fp8_tensor", "fp8_tensor:dir=both", "fp4_block_1x32",
+                           "mxfp8:layout=swizzled_128x4", "mxfp8_e5m2:dir=both,colform=same"};
+  std::vector<Shape> shapes = {{1, 7168}, {130, 256}, {257, 1024}};
+  if (!small_only()) shapes.push_back({4096, 7168});
+  int cases = 0;
+  for (const char* r : recipes)
+    for (DType dt : {DType::bfloat16, DType::float16, DType::float32})
+      for (const Shape& s : shapes) {
+        if (s.rows * s.cols > 1'000'000 && dt != DType::bfloat16) continue;
+        // bf16: three fusions on every recipe (dbias alone on two); fp16 / fp32: swiglu on three.
+        // Each distinct configuration is one JIT compile, so the matrix is kept to ~50 of them.
+        const std::string rs = r;
+        const bool core = rs == "mxfp8" || rs == "fp8_block_1x128" || rs == "nvfp4";
+        for (Fused f : {Fused{Activation::swiglu, false, true}, Fused{Activation::gelu, false, false},
+                        Fused{Activation::silu, true, true}, Fused{Activation::none, false, true}}) {
+          if (dt != DType::bfloat16 && (f.act != Activation::swiglu || !core)) continue;
+          if (f.act == Activation::none && rs != "mxfp8" && rs != "fp8_block_1x128") continue;
+          check_fused(r, dt, s, f, uint64_t(cases) + 100);
+          if (HasFatalFailure()) return;
+          ++cases;
+        }
+      }
+  std::printf("fused recipe cases: %d (last: %s)\n", cases, g_gpu_dispatch.kernel.c_str());
+}
+
+TEST(GpuFused, NoopWritesNothing) {
+  REQUIRE_GPU();
+  for (const char* r : {"mxfp8:dir=both", "fp8_block_1x128:layout=mn_major_tma", "mxfp8:layout=swizzled_128x4,dir=both"})
+    for (Fused f : {Fused{Activation::silu, false, true, true}, Fused{Activation::none, false, true, true},
+                    Fused{Activation::geglu, false, false, true}}) {
+      check_fused(r, DType::bfloat16, {256, 1024}, f, 3);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST(GpuFused, UnsupportedCombinationsSaySo) {
+  REQUIRE_GPU();
+  auto message = [](const std::string& recipe, Fused f, Backend b = Backend::automatic) -> std::string {
+    const Recipe r = Recipe::parse(recipe);
+    DeviceBuffer x(kGpu, 64 * 256 * 2), noop(kGpu, 4);
+    x.fill(0);
+    noop.fill(0);
+    QuantizedBuffers q(r, 64, num::is_gated(f.act) ? 128 : 256, kGpu);
+    QuantizeOptions o;
+    o.backend = b;
+    o.activation = f.act;
+    if (f.noop) o.noop = static_cast<const float*>(noop.data());
+    try {
+      quantize(TensorView::matrix(x.data(), DType::bfloat16, 64, 256, -1, kGpu), q.view(), o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message("fp8_tensor", {Activation::gelu}).find("needs options.amax_in"), std::string::npos);
+  EXPECT_NE(message("nvfp4", {Activation::none, false, false, true}).find("noop with a per-tensor recipe"),
+            std::string::npos);
+  set_strict(true);
+  EXPECT_NE(message("mxfp8", {Activation::silu}, Backend::cuda_aot).find("no fused kernel is built ahead of time"),
+            std::string::npos);
+  set_strict(false);
+  EXPECT_EQ(message("mxfp8", {Activation::silu}, Backend::cuda_aot), "");
+  EXPECT_EQ(last_dispatch().backend, "cuda-jit");
 }
 
 }  // namespace

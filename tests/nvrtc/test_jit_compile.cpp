@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "mxq/error.hpp"
+#include "mxq/numerics/activations.h"
 #include "runtime/jit/compile.hpp"
 
 namespace mxq::runtime::jit {
@@ -39,9 +41,8 @@ TEST(JitCompile, PackedKeysSeparateArchAndDevice) {
   EXPECT_NE(binary_key(k, 90).hex(), binary_key(k, 100).hex());
 }
 
-// Every key compiles for sm_90a (in parallel: NVRTC is thread-safe per program).
-TEST(JitCompile, EveryDispatcherConfigurationCompilesForSm90a) {
-  const auto keys = all_keys();
+// Compiles keys for sm_90a in parallel (NVRTC is thread-safe per program) and checks each.
+void expect_all_compile(const std::vector<cuda::FastKey>& keys, const char* what) {
   std::vector<std::string> failures(keys.size());
   std::vector<size_t> sizes(keys.size());
   const auto t0 = std::chrono::steady_clock::now();
@@ -66,8 +67,46 @@ TEST(JitCompile, EveryDispatcherConfigurationCompilesForSm90a) {
     EXPECT_EQ(failures[i], "") << key_text(keys[i]);
     EXPECT_GT(sizes[i], 1000u) << key_text(keys[i]);
   }
-  std::printf("compiled %zu configurations for sm_90a in %.1f s on %u threads (NVRTC %s)\n", keys.size(), s, workers,
+  std::printf("compiled %zu %s for sm_90a in %.1f s on %u threads (NVRTC %s)\n", keys.size(), what, s, workers,
               nvrtc_version().c_str());
+}
+
+// Every key compiles for sm_90a.
+TEST(JitCompile, EveryDispatcherConfigurationCompilesForSm90a) {
+  expect_all_compile(all_keys(), "configurations");
+}
+
+// Fused epilogues multiply the space (activation x dact x dbias on every key, ~4 s of NVRTC each
+// on CI's cores), so CI compiles each fused variant on one key of each thread shape (input
+// dtypes and element formats rotate across them); the GPU tests run many more.
+TEST(JitCompile, FusedVariantsCompileForSm90a) {
+  std::vector<cuda::FastKey> bases;
+  for (const auto& k : all_keys()) {
+    const bool fresh = std::none_of(bases.begin(), bases.end(), [&](const cuda::FastKey& b) {
+      return b.shape == k.shape;
+    });
+    if (fresh) bases.push_back(k);
+  }
+  std::vector<cuda::FastKey> keys;
+  for (size_t i = 0; i < bases.size(); ++i)
+    for (int act = 1; act < cuda::kActivations; ++act)
+      for (bool dact : {false, true}) {
+        if (dact && act >= cuda::kFirstGated) continue;
+        cuda::FastKey k = bases[i];
+        k.fuse = cuda::fuse_bits(act, dact, (act + int(i)) % 2 == 0);
+        ASSERT_TRUE(cuda::fast_key_valid(k)) << key_text(k);
+        keys.push_back(k);
+      }
+  cuda::FastKey none = bases.front();
+  none.fuse = cuda::fuse_bits(0, false, true);  // dbias alone
+  keys.push_back(none);
+  std::set<uint64_t> packed;
+  for (const auto& k : keys) packed.insert(pack_key(k, 90, 0));
+  EXPECT_EQ(packed.size(), keys.size()) << "pack_key maps two fused configurations to one key";
+  cuda::FastKey bad = bases.front();
+  bad.fuse = cuda::fuse_bits(int(num::Activation::swiglu), true, false);
+  EXPECT_FALSE(cuda::fast_key_valid(bad)) << "dact of a gated activation";
+  expect_all_compile(keys, "fused configurations");
 }
 
 TEST(JitCompile, FailedCompileCarriesLogVersionAndConfig) {

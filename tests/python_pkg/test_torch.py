@@ -200,6 +200,28 @@ def test_cuda_equals_cpu_reference(recipe, dtype):
 
 @gpu
 @needs_cuda
+@pytest.mark.parametrize("recipe, activation, dact", [("mxfp8:dir=both", "swiglu", False),
+                                                      ("fp8_block_1x128:layout=mn_major_tma", "gelu", True),
+                                                      ("nvfp4", "silu", False)])
+def test_cuda_fused_equals_cpu(recipe, activation, dact):
+    x = sample((256, 2048), torch.bfloat16, 4)
+    a = sample((256, 2048), torch.bfloat16, 5) if dact else None
+    amax = 30.0 if recipe.startswith("nvfp4") else None
+    qg = mxq.quantize(x.cuda(), recipe, activation=activation, act_input=None if a is None else a.cuda(),
+                      dbias=True, amax=amax)
+    assert mxq.last_dispatch()["backend"] == "cuda-jit"
+    qc = mxq.quantize(x, recipe, activation=activation, act_input=a, dbias=True, amax=amax, backend="cpu")
+    assert_same_bytes(qg, qc, f"fused {recipe} {activation}")
+    # dbias: fp32 atomics on the GPU, fp64 sums on the CPU; rows * 2^-24 * sum|y| bounds any
+    # order. |y| <= |a| |b| (swiglu), 1.13 |grad| (dgelu: |gelu'| < 1.13), |x| (silu).
+    xf = x.float()
+    bound = {"swiglu": xf[:, :1024].abs() * xf[:, 1024:].abs(), "gelu": 1.13 * xf.abs(), "silu": xf.abs()}[activation]
+    tol = 256 * 2.0 ** -24 * bound.sum(0) + 1e-6
+    assert torch.all((qg.dbias.cpu() - qc.dbias).abs() <= tol)
+
+
+@gpu
+@needs_cuda
 def test_cuda_runs_on_the_current_stream():
     x = sample((512, 1024), torch.bfloat16).cuda()
     s = torch.cuda.Stream()

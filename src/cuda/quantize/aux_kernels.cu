@@ -1,4 +1,6 @@
 // Launchers of the amax and dequantize kernels for every input / output dtype.
+#include <algorithm>
+
 #include "cuda/quantize/quantize_tile.cuh"
 #include "cuda/quantize/quantize_tile_launch.cuh"
 
@@ -23,6 +25,21 @@ void launch_dequantize(num::ElemFormat elem, dim3 grid, cudaStream_t stream, con
     case E::e5m2: dequantize_kernel<E::e5m2, kOutDType><<<grid, 256, 0, stream>>>(p); break;
     default: dequantize_kernel<E::e2m1, kOutDType><<<grid, 256, 0, stream>>>(p); break;
   }
+}
+
+// Zeroes `bytes` bytes unless the device flag *noop is non-zero: the memsets of a fused call
+// (dbias, scale padding) that must leave everything untouched under noop.
+__global__ void zero_unless_noop_kernel(uint8_t* p, int64_t bytes, const float* noop) {
+  if (*noop != 0.0f) return;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = 0;
+}
+
+cudaError_t launch_zero_unless_noop(void* p, int64_t bytes, const float* noop, cudaStream_t stream) {
+  if (bytes <= 0) return cudaSuccess;
+  const unsigned blocks = unsigned(std::min<int64_t>((bytes + 255) / 256, 1024));
+  zero_unless_noop_kernel<<<blocks, 256, 0, stream>>>(static_cast<uint8_t*>(p), bytes, noop);
+  return cudaGetLastError();
 }
 
 #define MXQ_INSTANTIATE(D)                                                                              \

@@ -15,17 +15,24 @@
 
 #include "cuda/quantize/fast_key.h"
 #include "cuda/pdl.cuh"
+#include "mxq/numerics/activations.h"
 #include "cuda/quantize/prepare.cuh"
 
 namespace mxq::cuda {
 
 template <int kDType_, num::ElemFormat kElem_, num::Scheme kScheme_, FastShape kShape_, int kG_, int kH_,
-          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_>
+          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_, int kFuse_ = 0>
 struct FastConfig {
-  static constexpr FastKey kKey{kDType_, kScheme_, kElem_, kShape_, kG_, kH_, kRowLayout_, kColLayout_};
+  static constexpr FastKey kKey{kDType_, kScheme_, kElem_, kShape_, kG_, kH_, kRowLayout_, kColLayout_, kFuse_};
   static constexpr FastGeometry kGeo = fast_geometry(kKey);
   static_assert(fast_key_valid(kKey), "not a specialisation the kernel supports");
-  static constexpr int kDType = kDType_;
+  // Fused epilogue (FastKey::fuse): the input dtype is kInDType; the tile holds y = f(x) as fp32.
+  static constexpr bool kFused = kFuse_ != 0;
+  static constexpr num::Activation kAct = num::Activation(kFuse_ & kFuseActMask);
+  static constexpr bool kDact = (kFuse_ & kFuseDact) != 0, kDbias = (kFuse_ & kFuseDbias) != 0;
+  static constexpr bool kGated = (kFuse_ & kFuseActMask) >= kFirstGated;
+  static constexpr int kInDType = kDType_;
+  static constexpr int kDType = compute_dtype(kKey);
   static constexpr num::ElemFormat kElem = kElem_;
   static constexpr num::Scheme kScheme = kScheme_;
   static constexpr FastShape kShape = kShape_;
@@ -108,6 +115,96 @@ __device__ __forceinline__ void load_rows(uint32_t (&w)[kR][kW], const char* xb,
     }
   }
 }
+
+// Fused loads: kR rows x 8 columns of y = f(x) as fp32 bits (the CPU reference's act_f / dact_f
+// in the same order), zeros outside the tensor.
+template <class C>
+__device__ __forceinline__ void load_fused(uint32_t (&w)[C::kR][8], const char* xb, int64_t r0, int64_t c0,
+                                           const TileParams& p) {
+  using In = typename Input<C::kInDType>::T;
+  const bool col_live = c0 < p.cols;
+#pragma unroll
+  for (int i = 0; i < C::kR; ++i) {
+    const int64_t r = r0 + i;
+    float v[8];
+    if (col_live && r < p.rows) {
+      const In* row = reinterpret_cast<const In*>(xb) + r * p.row_stride;
+      load8_vec<C::kInDType>(row + c0, v);
+      if constexpr (C::kGated) {
+        float gate[8];
+        load8_vec<C::kInDType>(row + c0 + p.gate_offset, gate);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = num::mul_rn(num::act_f(num::gate_of(C::kAct), v[j]), gate[j]);
+      } else if constexpr (C::kDact) {
+        float a[8];
+        load8_vec<C::kInDType>(static_cast<const In*>(p.act_x) + r * p.act_stride + c0, a);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = num::mul_rn(v[j], num::dact_f(C::kAct, a[j]));
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = num::act_f(C::kAct, v[j]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[i][j] = __float_as_uint(v[j]);
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void load_tile(uint32_t (&w)[C::kR][C::kW], const char* xb, int64_t r0, int64_t c0,
+                                          const TileParams& p) {
+  if constexpr (C::kFused) load_fused<C>(w, xb, r0, c0, p);
+  else load_rows<C::kDType>(w, xb, r0, c0, p);
+}
+
+// Fused statistics of y. dbias: a thread sums its columns over the row tiles it visits, then
+// the CTA adds its sums to the output with one atomic per column and warp row (zeros outside
+// the tensor add nothing). amax (block recipes given an amax buffer): the largest |y| as fp32
+// bits, any NaN as the canonical one (0x7fc00000 sorts above Inf), one atomicMax per warp.
+template <class C>
+struct FusedStats {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint32_t m = 0;
+  __device__ void add(const uint32_t (&w)[C::kR][C::kW], const TileParams& p) {
+    if constexpr (C::kDbias) {
+#pragma unroll
+      for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[j] = num::add_rn(s[j], __uint_as_float(w[i][j]));
+    }
+    if constexpr (C::kFused) {
+      if (p.amax_out) {
+#pragma unroll
+        for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const uint32_t a = w[i][j] & 0x7fffffffu;
+            m = num::max_u32(m, a > 0x7f800000u ? 0x7fc00000u : a);
+          }
+      }
+    }
+  }
+  __device__ void publish(const TileParams& p, int64_t c0, int lane) {
+    if constexpr (C::kDbias) {
+#pragma unroll
+      for (int o = C::kCL; o < 32; o <<= 1)  // across the warp's row lanes
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
+      if (lane < C::kCL && c0 < p.cols)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) atomicAdd(p.dbias + c0 + j, s[j]);
+    }
+    if constexpr (C::kFused) {
+      if (p.amax_out) {
+        const uint32_t wm = lane_max<32>(m);
+        if (lane == 0) atomicMax(p.amax_out, wm);
+      }
+    }
+  }
+};
 
 template <class C>
 struct FastTile {
@@ -323,37 +420,45 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int64_t step = int64_t(gridDim.y) * C::kTileRows;
 
   pdl_begin();  // launched with programmatic dependent launch (cuda/pdl.cuh)
+  if constexpr (C::kFused) {
+    if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
+  }
 
   int64_t r0 = int64_t(blockIdx.y) * C::kTileRows + lane_row;
   if (int64_t(blockIdx.y) * C::kTileRows >= p.rows) {
     prepare_rule(p, C::kElem);  // block (0, 0) of an empty launch still publishes the global scale
     return;
   }
+  FusedStats<C> stats;
   uint32_t a[C::kR][C::kW];
-  load_rows<C::kDType>(a, xb, r0, c0, p);
+  load_tile<C>(a, xb, r0, c0, p);
   num::ScaleRule rule = prepare_rule(p, C::kElem);
   rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
   if constexpr (C::kPrefetch) {
     uint32_t b[C::kR][C::kW];
     for (;;) {
       // tile starts are warp-uniform (r0 - lane_row), so the loop exits are too
-      if (r0 - lane_row + step < p.rows) load_rows<C::kDType>(b, xb, r0 + step, c0, p);
+      if (r0 - lane_row + step < p.rows) load_tile<C>(b, xb, r0 + step, c0, p);
+      stats.add(a, p);
       Tile::run(a, r0, c0, p, rule, lane, warp);
       r0 += step;
       if (r0 - lane_row >= p.rows) break;
-      if (r0 - lane_row + step < p.rows) load_rows<C::kDType>(a, xb, r0 + step, c0, p);
+      if (r0 - lane_row + step < p.rows) load_tile<C>(a, xb, r0 + step, c0, p);
+      stats.add(b, p);
       Tile::run(b, r0, c0, p, rule, lane, warp);
       r0 += step;
       if (r0 - lane_row >= p.rows) break;
     }
   } else {
     for (;;) {
+      stats.add(a, p);
       Tile::run(a, r0, c0, p, rule, lane, warp);
       r0 += step;
       if (r0 - lane_row >= p.rows) break;
-      load_rows<C::kDType>(a, xb, r0, c0, p);
+      load_tile<C>(a, xb, r0, c0, p);
     }
   }
+  stats.publish(p, c0, lane);
 }
 
 }  // namespace mxq::cuda

@@ -18,8 +18,21 @@ struct FastKey {
   FastShape shape;
   int g, h;  // rowwise block width (8: per-tensor, no reduction) and column / 2-D block height
   num::ScaleLayout row_layout, col_layout;
+  int fuse = 0;  // fused epilogue: fuse_bits(activation, dact, dbias); 0 for a plain quantize
   bool operator==(const FastKey&) const = default;
 };
+
+// FastKey::fuse: the activation (num::Activation, 4 bits), then dact and dbias flags. A fused
+// kernel computes y = f(input) in fp32 as it loads (numerics/activations.h, the CPU reference's
+// functions) and quantizes y as an fp32 input.
+inline constexpr int kFuseActMask = 15, kFuseDact = 16, kFuseDbias = 32;
+inline constexpr int kActivations = 10;  // num::Activation none .. reglu
+inline constexpr int kFirstGated = 7;    // swiglu, geglu, reglu
+constexpr int fuse_bits(int activation, bool dact, bool dbias) {
+  return activation | (dact ? kFuseDact : 0) | (dbias ? kFuseDbias : 0);
+}
+// The dtype the tile quantizes: fused kernels hold y as fp32.
+constexpr int compute_dtype(const FastKey& k) { return k.fuse ? 0 : k.dtype; }
 
 struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
@@ -32,6 +45,9 @@ constexpr bool fast_key_valid(const FastKey& k) {
   const bool g_ok = k.g == 8 || k.g == 16 || k.g == 32 || k.g == 64 || k.g == 128;
   const bool tensor = k.scheme == num::Scheme::fp8_tensor;
   if (k.dtype < 0 || k.dtype > 2 || !g_ok || (k.g == 8) != tensor) return false;
+  const int act = k.fuse & kFuseActMask;
+  if (k.fuse < 0 || k.fuse > (kFuseActMask | kFuseDact | kFuseDbias) || act >= kActivations) return false;
+  if ((k.fuse & kFuseDact) && (act == 0 || act >= kFirstGated)) return false;  // dact: an elementwise activation
   if ((k.scheme == num::Scheme::nvfp4) != (k.elem == num::ElemFormat::e2m1) && k.scheme != num::Scheme::mx &&
       k.scheme != num::Scheme::fp8_block)
     return false;  // fp8_tensor is FP8 only, NVFP4 is E2M1 only
@@ -45,7 +61,8 @@ constexpr bool fast_key_valid(const FastKey& k) {
 constexpr FastGeometry fast_geometry(const FastKey& k) {
   FastGeometry g{};
   const bool rows = k.shape == FastShape::rows, colblocks = k.shape == FastShape::colblocks;
-  g.r = rows ? (k.dtype == 0 ? 2 : 4) : 8;
+  const int dtype = compute_dtype(k);
+  g.r = rows ? (dtype == 0 ? 2 : 4) : 8;
   g.rl = rows ? 1 : (colblocks ? k.h / 8 : 2);
   g.cl = 32 / g.rl;
   // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
@@ -58,7 +75,7 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // Register budget: 64 for the rows shape (2 x 16 data words: this tile and the next); the
   // 8-row shapes hold 32 (64 for fp32) and need occupancy more than prefetch (measured: a
   // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
-  g.max_regs = rows ? 64 : k.dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  g.max_regs = rows ? (k.fuse ? 96 : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
   return g;

@@ -103,17 +103,51 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   check_pointer(out.amax.data, x.device, "quantized.amax.data");
   check_pointer(opt.amax_in, x.device, "options.amax_in");
   check_pointer(opt.scale_in, x.device, "options.scale_in");
+  // Fused epilogues: y = f(x) is computed as the specialised kernel loads (JIT only); the output
+  // width n is half the input's for a gated activation.
+  const bool fused = call.fused(opt);
+  const Matrix& ax = call.act_input;
+  if (fused) {
+    check_pointer(ax.data, x.device, "options.act_input.data");
+    check_pointer(opt.dbias, x.device, "options.dbias");
+    check_pointer(opt.noop, x.device, "options.noop");
+    auto no = [&](const std::string& what) {
+      fail(ErrorCode::unsupported, "quantize: fused epilogues on CUDA (activation " +
+                                       std::string(activation_name(opt.activation)) + "): " + what +
+                                       "; the cpu backend runs every combination");
+    };
+    const bool per_tensor = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
+    if (per_tensor && opt.noop)
+      no("noop with a per-tensor recipe (" + rc.name() + ") is not supported (its amax pass cannot be skipped)");
+    if (per_tensor && !opt.amax_in && !opt.scale_in && opt.activation != num::Activation::none)
+      no("recipe " + rc.name() + " needs options.amax_in (or scale_in): the amax of act(x) is not computed on the device");
+    if (ax.data && (ax.dtype != x.dtype || !aligned(ax.data, 16) || ax.row_stride % 8 != 0))
+      no("options.act_input must have the input's dtype, 16-byte alignment and a row stride that is a multiple of 8");
+  }
   cuda::DeviceGuard guard(x.device.index);
   auto stream = static_cast<cudaStream_t>(opt.stream);
 
-  const bool vec_ok = aligned(x.data, 16) && x.cols % 8 == 0 && x.row_stride % 8 == 0;
+  const int64_t n = L.cols;  // output columns (x.cols, or half of it for a gated activation)
+  const bool vec_ok = aligned(x.data, 16) && n % 8 == 0 && x.row_stride % 8 == 0;
 
   // ---- the kernel, chosen (and a JIT kernel compiled and loaded) before anything is enqueued,
   // so that strict mode or a failed compile leaves the outputs untouched
   enum class Path { aot_fast, jit, generic } path = Path::generic;
   std::string why;
-  const std::optional<cuda::FastKey> key = x.empty() ? std::nullopt : fast_key(rc, x.dtype, out, vec_ok, why);
-  if (key) {
+  std::optional<cuda::FastKey> key = x.empty() ? std::nullopt : fast_key(rc, x.dtype, out, vec_ok, why);
+  if (fused && !x.empty()) {
+    if (!key)
+      fail(ErrorCode::unsupported, "quantize: fused epilogues run in the specialised CUDA kernels only, and this call "
+                                   "cannot take one: " + why);
+    key->fuse = cuda::fuse_bits(int(opt.activation), ax.data != nullptr, opt.dbias != nullptr);
+    const std::string jit_why = jit::unavailable_reason();
+    if (!jit_why.empty())
+      fail(ErrorCode::unsupported, "quantize: fused epilogues are compiled on first use by the cuda-jit backend, which is " +
+                                       jit_why);
+    if (b == Backend::cuda_aot)
+      runtime::fallback("quantize", "cuda-aot", "cuda-jit", "no fused kernel is built ahead of time");
+    path = Path::jit;
+  } else if (key) {
     const std::string jit_why = jit::unavailable_reason();
     if (b == Backend::cuda_jit) path = Path::jit;
     else if (cuda::aot_fast_has(*key)) path = Path::aot_fast;
@@ -125,8 +159,20 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                       "cuda-aot generic tile kernel", why);
   if (path == Path::jit) jit::prepare(*key, x.device.index);
 
-  // ---- amax (fp8_tensor, nvfp4 always; others when an amax buffer is given)
-  const bool need_amax = out.amax.data != nullptr;
+  // Buffers zeroed before the kernel (dbias, scale padding): under a noop flag, by a kernel
+  // that reads the flag.
+  auto zero = [&](void* ptr, int64_t bytes, const char* what) {
+    if (opt.noop) check_cuda(cuda::launch_zero_unless_noop(ptr, bytes, opt.noop, stream), what);
+    else check_cuda(cudaMemsetAsync(ptr, 0, size_t(bytes), stream), what);
+  };
+  if (opt.dbias) zero(opt.dbias, n * 4, "dbias reset");
+
+  // ---- amax (fp8_tensor, nvfp4 always; others when an amax buffer is given, and then a fused
+  // kernel takes the amax of y itself)
+  const bool tensor_scaled = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
+  const bool fused_amax = fused && !tensor_scaled && out.amax.data != nullptr && !x.empty();
+  if (fused_amax) zero(out.amax.data, 4, "amax reset");
+  const bool need_amax = out.amax.data != nullptr && !fused_amax;
   if (need_amax) {
     if (opt.amax_in) {
       check_cuda(cudaMemcpyAsync(out.amax.data, opt.amax_in, 4, cudaMemcpyDeviceToDevice, stream), "amax copy");
@@ -156,7 +202,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   cuda::TileParams p{};
   p.x = x.data;
   p.rows = x.rows;
-  p.cols = x.cols;
+  p.cols = n;
   p.row_stride = x.row_stride;
   p.vec_ok = vec_ok;
   p.rule = rc.scale_rule(0.0f);
@@ -178,13 +224,18 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.col_scales = out.col_scales.data;
   p.col_geom = L.col_scales.geometry;
   const bool fp4 = rc.elem == ElemFormat::e2m1;
-  p.out_vec_ok = x.cols % 8 == 0;
+  p.out_vec_ok = n % 8 == 0;
   p.colT_vec_ok = fp4 ? x.rows % 8 == 0 : x.rows % 4 == 0;
 
   // Scale padding must read as zero; only the padded layouts need the memset.
+  p.gate_offset = n;
+  p.act_x = ax.data;
+  p.act_stride = ax.row_stride;
+  p.dbias = opt.dbias;
+  p.noop = opt.noop;
+  p.amax_out = fused_amax ? static_cast<unsigned*>(out.amax.data) : nullptr;
   auto zero_padding = [&](const Buffer& buf, const BufferSpec& s) {
-    if (s.present() && s.geometry.layout != ScaleLayout::row_major)
-      check_cuda(cudaMemsetAsync(buf.data, 0, size_t(s.bytes), stream), "scale padding reset");
+    if (s.present() && s.geometry.layout != ScaleLayout::row_major) zero(buf.data, s.bytes, "scale padding reset");
   };
   zero_padding(out.scales, L.scales);
   zero_padding(out.col_scales, L.col_scales);
@@ -206,16 +257,16 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   }
   const int sms = cuda::sm_count(x.device.index);
   if (path == Path::aot_fast) {
-    check_cuda(*cuda::launch_fast_quantize(*key, x.rows, x.cols, sms, stream, p), "quantize kernel launch");
+    check_cuda(*cuda::launch_fast_quantize(*key, x.rows, n, sms, stream, p), "quantize kernel launch");
     runtime::record_dispatch("quantize", Backend::cuda_aot, "fast " + jit::key_text(*key));
     return;
   }
   if (path == Path::jit) {
-    jit::launch(*key, x.device.index, x.rows, x.cols, sms, stream, p);
+    jit::launch(*key, x.device.index, x.rows, n, sms, stream, p);
     runtime::record_dispatch("quantize", Backend::cuda_jit, "jit " + jit::key_text(*key));
     return;
   }
-  const int64_t tiles = ((x.cols + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);
+  const int64_t tiles = ((n + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);
   if (tiles >= (int64_t(1) << 32))
     fail(ErrorCode::unsupported, "quantize: input of " + std::to_string(x.rows) + " x " + std::to_string(x.cols) +
                                      " needs " + std::to_string(tiles) + " tiles; at most 2^32 - 1 are supported");

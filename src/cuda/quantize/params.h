@@ -29,6 +29,14 @@ struct TileParams {
   num::ScaleGeometry col_geom;
   bool out_vec_ok;   // cols % 8 == 0: 8-code stores of row-oriented outputs are aligned
   bool colT_vec_ok;  // transposed stores of 4 (FP8) or 8 (FP4) rows are aligned
+  // Fused epilogues (fast kernels with FastKey::fuse only). cols is the output width N; a gated
+  // activation reads its gate N columns (gate_offset) to the right in the same input row.
+  int64_t gate_offset;
+  const void* act_x;   // the backward pass's activation input, same dtype as x
+  int64_t act_stride;  // its row stride, elements
+  float* dbias;        // column sums of y, accumulated with atomics into zeros
+  const float* noop;   // non-zero: the kernel writes nothing
+  unsigned* amax_out;  // block recipes given an amax buffer: max |y| bits, by atomicMax into 0
 };
 
 struct DequantParams {

@@ -7,13 +7,14 @@
 #include <string_view>
 
 #include "cuda/quantize/fast_select.hpp"
+#include "mxq/api.hpp"
 #include "mxq/error.hpp"
 #include "runtime/jit/sources.hpp"
 
 namespace mxq::runtime::jit {
 namespace {
 
-constexpr int kSchemaVersion = 1;  // bump when the payload or the source template changes
+constexpr int kSchemaVersion = 2;  // bump when the payload or the source template changes
 
 const char* dtype_text(int d) { return d == 0 ? "f32" : (d == 1 ? "f16" : "bf16"); }
 const char* elem_text(num::ElemFormat e) {
@@ -46,9 +47,15 @@ int log2i(int v) {
 }  // namespace
 
 std::string key_text(const cuda::FastKey& k) {
+  std::string fused;
+  if (k.fuse) {
+    const auto act = num::Activation(k.fuse & cuda::kFuseActMask);
+    fused = std::string(" ") + ((k.fuse & cuda::kFuseDact) ? "d" : "") + activation_name(act) +
+            ((k.fuse & cuda::kFuseDbias) ? "+dbias" : "");
+  }
   return std::string(dtype_text(k.dtype)) + " " + scheme_name(k.scheme) + " " + elem_text(k.elem) + " " +
          shape_text(k.shape) + " g=" + std::to_string(k.g) + " h=" + std::to_string(k.h) + " " +
-         layout_name(k.row_layout) + "/" + layout_name(k.col_layout);
+         layout_name(k.row_layout) + "/" + layout_name(k.col_layout) + fused;
 }
 
 std::string kernel_name(const cuda::FastKey& k) {
@@ -57,7 +64,7 @@ std::string kernel_name(const cuda::FastKey& k) {
          std::to_string(int(k.scheme)) + "), mxq::cuda::FastShape(" + std::to_string(int(k.shape)) + "), " +
          std::to_string(k.g) + ", " + std::to_string(k.h) + ", mxq::num::ScaleLayout(" +
          std::to_string(int(k.row_layout)) + "), mxq::num::ScaleLayout(" + std::to_string(int(k.col_layout)) +
-         ")>>";
+         "), " + std::to_string(k.fuse) + ">>";
 }
 
 std::string kernel_source(const cuda::FastKey& k) {
@@ -159,6 +166,8 @@ uint64_t pack_key(const cuda::FastKey& k, int arch, int device) {
   put(uint64_t(log2i(k.h)), 3);
   put(uint64_t(k.row_layout), 2);
   put(uint64_t(k.col_layout), 2);
+  put(uint64_t(k.fuse), 6);
+  static_assert((cuda::kFuseActMask | cuda::kFuseDact | cuda::kFuseDbias) < 64, "fuse takes 6 bits");
   put(uint64_t(arch), 12);
   put(uint64_t(device), 16);
   static_assert(kLog2Max < 8, "g and h take 3 bits");
