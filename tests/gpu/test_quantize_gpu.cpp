@@ -566,6 +566,7 @@ TEST(GpuFused, RecipesAndDtypesBitExact) {
         // Each distinct configuration is one JIT compile, so the matrix is kept to ~50 of them.
         const std::string rs = r;
         const bool core = rs == "mxfp8" || rs == "fp8_block_1x128" || rs == "nvfp4";
+        if (s.rows * s.cols > 1'000'000 && !core) continue;  // the CPU reference of a large fused case is slow
         for (Fused f : {Fused{Activation::swiglu, false, true}, Fused{Activation::gelu, false, false},
                         Fused{Activation::silu, true, true}, Fused{Activation::none, false, true}}) {
           if (dt != DType::bfloat16 && (f.act != Activation::swiglu || !core)) continue;
