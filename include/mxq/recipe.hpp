@@ -50,6 +50,8 @@ struct Recipe {
   bool has_rowwise() const { return uint8_t(direction) & 1; }
   bool has_columnwise() const { return uint8_t(direction) & 2; }
   bool is_tensor_scaled() const { return scheme == Scheme::fp8_tensor; }
+  // fp8_tensor and nvfp4: a tensor-level scale from the amax (global_scale and amax buffers).
+  bool has_global_scale() const { return scheme == Scheme::fp8_tensor || scheme == Scheme::nvfp4; }
   // nvfp4_2d: 16 x 16 amax tiles, but one stored scale per row and 1 x 16 block.
   bool scale_per_row() const { return scheme == Scheme::nvfp4; }
   ElemFormat element() const { return elem; }

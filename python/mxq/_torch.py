@@ -18,7 +18,6 @@ from typing import List, Optional
 
 import torch
 
-from . import _core
 from ._frameworks import Framework, register
 
 _NAMES = {
@@ -193,5 +192,3 @@ def gemm(a, b, alpha, c, bias, out_dtype, backend):
     return torch.ops.mxq.gemm(a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
                               b.scales, float(alpha), c, bias, out_dtype, backend)
 
-
-del _core  # only _ops talks to the extension

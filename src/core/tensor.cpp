@@ -106,7 +106,7 @@ QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int
     if (!recipe.is_tensor_scaled())
       L.col_scales = scale_spec(recipe, direction_scale_geometry(recipe, rows, cols, true));
   }
-  if (recipe.scheme == Scheme::fp8_tensor || recipe.scheme == Scheme::nvfp4) {
+  if (recipe.has_global_scale()) {
     L.global_scale = {DType::float32, 1, 1, 4, {}};
     L.amax = {DType::float32, 1, 1, 4, {}};
   }

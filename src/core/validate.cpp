@@ -75,7 +75,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   c.layout = plan_for("quantize", out.recipe, c.x.rows, out_cols);
   const std::string name = out.recipe.name();
   check_buffers(out, c.layout, name);
-  const bool global = out.recipe.scheme == Scheme::fp8_tensor || out.recipe.scheme == Scheme::nvfp4;
+  const bool global = out.recipe.has_global_scale();
   if (opt.amax_in && !global)
     fail_arg("quantize: options.amax_in is only used by fp8_tensor and nvfp4, not by recipe " + name);
   if (opt.scale_in && out.recipe.scheme != Scheme::fp8_tensor)

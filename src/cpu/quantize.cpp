@@ -509,7 +509,7 @@ void quantize(const QuantizeCall& call, const QuantizedTensor& out, const Quanti
   const QuantizedLayout& L = call.layout;
   const Recipe& rc = out.recipe;
   float tensor_factor = 0.0f;
-  const bool needs_global = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
+  const bool needs_global = rc.has_global_scale();
   if (needs_global || out.amax.data) {
     float amax = 0.0f;
     if (opt.amax_in)
@@ -622,7 +622,7 @@ void dequantize(const DequantizeCall& call, const QuantizedTensor& q, bool colum
   const bool swap_ik = columnwise && rc.column_form == ColumnForm::same_shape;
   const bool fp32 = rc.scale_type == ScaleType::float32 && rc.layout != ScaleLayout::packed_ue8m0;
   // Only fp8_tensor and nvfp4 have a global scale; a buffer given with another recipe is ignored.
-  const bool has_global = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
+  const bool has_global = rc.has_global_scale();
   const float global = has_global ? *static_cast<const float*>(q.global_scale.data) : 1.0f;
   const bool tensor_scaled = rc.is_tensor_scaled();
   const bool ue8m0 = rc.scale_type == ScaleType::ue8m0;

@@ -116,10 +116,9 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                                        std::string(activation_name(opt.activation)) + "): " + what +
                                        "; the cpu backend runs every combination");
     };
-    const bool per_tensor = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
-    if (per_tensor && opt.noop)
+    if (rc.has_global_scale() && opt.noop)
       no("noop with a per-tensor recipe (" + rc.name() + ") is not supported (its amax pass cannot be skipped)");
-    if (per_tensor && !opt.amax_in && !opt.scale_in && opt.activation != num::Activation::none)
+    if (rc.has_global_scale() && !opt.amax_in && !opt.scale_in && opt.activation != num::Activation::none)
       no("recipe " + rc.name() + " needs options.amax_in (or scale_in): the amax of act(x) is not computed on the device");
     if (ax.data && (ax.dtype != x.dtype || !aligned(ax.data, 16) || ax.row_stride % 8 != 0))
       no("options.act_input must have the input's dtype, 16-byte alignment and a row stride that is a multiple of 8");
@@ -169,8 +168,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
 
   // ---- amax (fp8_tensor, nvfp4 always; others when an amax buffer is given, and then a fused
   // kernel takes the amax of y itself)
-  const bool tensor_scaled = rc.scheme == Scheme::fp8_tensor || rc.scheme == Scheme::nvfp4;
-  const bool fused_amax = fused && !tensor_scaled && out.amax.data != nullptr && !x.empty();
+  const bool fused_amax = fused && !rc.has_global_scale() && out.amax.data != nullptr && !x.empty();
   if (fused_amax) zero(out.amax.data, 4, "amax reset");
   const bool need_amax = out.amax.data != nullptr && !fused_amax;
   if (need_amax) {
@@ -227,13 +225,14 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.out_vec_ok = n % 8 == 0;
   p.colT_vec_ok = fp4 ? x.rows % 8 == 0 : x.rows % 4 == 0;
 
-  // Scale padding must read as zero; only the padded layouts need the memset.
   p.gate_offset = n;
   p.act_x = ax.data;
   p.act_stride = ax.row_stride;
   p.dbias = opt.dbias;
   p.noop = opt.noop;
   p.amax_out = fused_amax ? static_cast<unsigned*>(out.amax.data) : nullptr;
+
+  // Scale padding must read as zero; only the padded layouts need the memset.
   auto zero_padding = [&](const Buffer& buf, const BufferSpec& s) {
     if (s.present() && s.geometry.layout != ScaleLayout::row_major) zero(buf.data, s.bytes, "scale padding reset");
   };
