@@ -9,6 +9,10 @@
 #   MXQ_PEER_TIMEOUT=240 ...                      seconds for the torch.compile peer (default 420)
 #   MXQ_NCU="mxfp8 nvfp4" ...                     ncu profile of one launch per recipe
 #   MXQ_SASS=REGEX ...                            SASS of the matching bf16 fast kernels
+#   MXQ_GPU_TEST_FILTER='GpuFused.*' ...          gtest filter of the GPU tests (default all)
+#   MXQ_SANITIZE_FILTER='GpuFused.*' ...          gtest filter of memcheck (default all)
+#   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
+# The device tool stops a command at 600 s: split a full check over calls with these.
 # Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
 # scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
 set -uo pipefail
@@ -27,16 +31,18 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON
 if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_jit _core >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
 
 # The GPU test binary directly (label gpu in ctest; there it reports SKIPPED without a GPU).
-"$BUILD/tests/gpu/mxq_gpu_tests" >"$OUT/gpu_tests.log" 2>&1
+"$BUILD/tests/gpu/mxq_gpu_tests" --gtest_filter="${MXQ_GPU_TEST_FILTER:-*}" >"$OUT/gpu_tests.log" 2>&1
 note "gpu tests: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gpu_tests.log" | tr '\n' ' ') $(grep -E 'bit-exact cases' "$OUT/gpu_tests.log")"
 grep -E "Failure|differs" -A3 "$OUT/gpu_tests.log" | head -20
 
 # The Python package over CUDA: torch tensors, custom ops, torch.compile, CUDA graphs,
 # torch._scaled_mm interop (marker gpu), and the CPU-side package tests with them.
-PYTHONPATH="$PWD/$BUILD/python" MXQ_CACHE_DIR="$OUT/py-jit-cache" PYTHONDONTWRITEBYTECODE=1 \
-  python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs ${MXQ_PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
-note "python package (torch, gpu marker included): rc=$? $(tail -1 "$OUT/pytest.log")"
-grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
+if [ -z "${MXQ_SKIP_PYTEST:-}" ]; then
+  PYTHONPATH="$PWD/$BUILD/python" MXQ_CACHE_DIR="$OUT/py-jit-cache" PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs ${MXQ_PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
+  note "python package (torch, gpu marker included): rc=$? $(tail -1 "$OUT/pytest.log")"
+  grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
+fi
 
 san() {  # tool, gtest filter
   MXQ_GPU_TEST_SMALL=1 compute-sanitizer --tool "$1" --error-exitcode 9 "$BUILD/tests/gpu/mxq_gpu_tests" \
@@ -47,7 +53,7 @@ san() {  # tool, gtest filter
 if [ -z "${MXQ_SKIP_SANITIZER:-}" ]; then
   for tool in ${MXQ_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
     case $tool in
-      memcheck) san memcheck '*' ;;
+      memcheck) san memcheck "${MXQ_SANITIZE_FILTER:-*}" ;;
       racecheck) san racecheck 'GpuQuantize.BitExactSpecialValues:GpuQuantize.RandomShapes' ;;
       *) san "$tool" 'GpuQuantize.BitExactSpecialValues' ;;
     esac

@@ -17,6 +17,8 @@
 #include "mxq/mxq.hpp"
 #include "mxq/numerics/formats.h"
 
+cudaError_t launch_empty_kernel(cudaStream_t s);  // empty_kernel.cu
+
 namespace {
 
 using namespace mxq;
@@ -26,6 +28,20 @@ void ck(cudaError_t e, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
     std::exit(1);
   }
+}
+
+// Wall time per call of f, enqueued kCalls times back to back after a warm-up (the GPU work of
+// each is a few microseconds at most, so the host is what is timed).
+template <class F>
+double host_us_per_call(F&& f, cudaStream_t s) {
+  for (int i = 0; i < 20; ++i) f();
+  ck(cudaStreamSynchronize(s), "warm-up");
+  constexpr int kCalls = 400;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) f();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+  ck(cudaStreamSynchronize(s), "host timing");
+  return us;
 }
 
 template <class F>
@@ -231,23 +247,31 @@ int main(int argc, char** argv) {
     cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2));
     x.upload(xb.data());
     const TensorView xv = TensorView::matrix(x.data(), DType::bfloat16, m, k, -1, gpu);
-    for (auto [rt, b] : {std::pair{"mxfp8", Backend::cuda_aot}, std::pair{"mxfp8", Backend::cuda_jit},
-                         std::pair{"fp8_block_1x128", Backend::automatic}, std::pair{"nvfp4", Backend::automatic}}) {
-      const Recipe r = Recipe::parse(rt);
+    host.push_back({"empty kernel <<<1, 32>>> (reference)", "cuda runtime", host_us_per_call([&] { launch_empty_kernel(s); }, s)});
+    cli::DeviceBuffer x2(gpu, 2 * int64_t(xb.size() * 2));  // [1, 2 x 7168] for the gated row
+    const TensorView x2v = TensorView::matrix(x2.data(), DType::bfloat16, m, 2 * k, -1, gpu);
+    struct HostRow {
+      const char* recipe;
+      Backend backend;
+      Activation act;
+    };
+    for (const HostRow& hr : {HostRow{"mxfp8", Backend::cuda_aot, Activation::none},
+                              HostRow{"mxfp8", Backend::cuda_jit, Activation::none},
+                              HostRow{"fp8_block_1x128", Backend::automatic, Activation::none},
+                              HostRow{"nvfp4", Backend::automatic, Activation::none},
+                              HostRow{"mxfp8", Backend::automatic, Activation::swiglu}}) {
+      const Recipe r = Recipe::parse(hr.recipe);
       cli::QuantizedBuffers q(r, m, k, gpu);
       QuantizedTensor qv = q.view();
       if (r.scheme != Scheme::fp8_tensor && r.scheme != Scheme::nvfp4) qv.amax = Buffer{};
       QuantizeOptions o;
       o.stream = s;
-      o.backend = b;
-      for (int i = 0; i < 20; ++i) quantize(xv, qv, o);
-      ck(cudaStreamSynchronize(s), "warm-up");
-      constexpr int kCalls = 400;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kCalls; ++i) quantize(xv, qv, o);
-      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
-      ck(cudaStreamSynchronize(s), "host timing");
-      host.push_back({r.name(), last_dispatch().backend + " " + last_dispatch().kernel.substr(0, 4), us});
+      o.backend = hr.backend;
+      o.activation = hr.act;
+      const TensorView& in = hr.act == Activation::none ? xv : x2v;
+      const double us = host_us_per_call([&] { quantize(in, qv, o); }, s);
+      const std::string name = r.name() + (hr.act == Activation::none ? "" : std::string(" + ") + activation_name(hr.act));
+      host.push_back({name, last_dispatch().backend + " " + last_dispatch().kernel.substr(0, 4), us});
     }
   }
 

@@ -95,7 +95,8 @@ JitCacheInfo jit_cache_info();
 uint64_t jit_cache_clear();  // entries removed from disk
 
 // Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
-// dtype, for compute capability `arch` (0: the current device's, 90 without one), on `threads`
+// dtype; an entry "RECIPE+ACT", "RECIPE+dACT", "RECIPE+dbias" (or several, "mxfp8+dgelu+dbias")
+// names a fused kernel, for compute capability `arch` (0: the current device's, 90 without one), on `threads`
 // workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at start-up.
 struct JitWarmupResult {
   int configs = 0;                    // kernels now cached

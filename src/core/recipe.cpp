@@ -243,8 +243,8 @@ std::string Recipe::name() const {
 }
 
 void Recipe::validate() const {
-  const std::string where = "recipe " + name() + ": ";
-  auto bad = [&](const std::string& m) { fail_arg(where + m); };
+  // The name is built only on failure: validate() runs on every call (plan, quantize).
+  auto bad = [&](const std::string& m) { fail_arg("recipe " + name() + ": " + m); };
   const bool fp4 = elem == ElemFormat::e2m1;
   switch (scheme) {
     case Scheme::fp8_tensor:

@@ -85,13 +85,12 @@ QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int
   if (rows < 0 || cols < 0)
     fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") must be non-negative");
   const bool fp4 = recipe.elem == ElemFormat::e2m1;
-  const std::string name = recipe.name();
   if (fp4 && cols % 2 != 0)
     fail_arg(std::string(op) + ": input.shape[1]=" + std::to_string(cols) +
-             " must be even for float4_e2m1fn (two values per byte), recipe " + name);
+             " must be even for float4_e2m1fn (two values per byte), recipe " + recipe.name());
   if (fp4 && recipe.has_columnwise() && recipe.column_form == ColumnForm::transposed && rows % 2 != 0)
     fail_arg(std::string(op) + ": input.shape[0]=" + std::to_string(rows) +
-             " must be even for transposed columnwise float4_e2m1fn output (two values per byte), recipe " + name);
+             " must be even for transposed columnwise float4_e2m1fn output (two values per byte), recipe " + recipe.name());
   QuantizedLayout L;
   L.rows = rows;
   L.cols = cols;

@@ -7,14 +7,16 @@ namespace {
 
 bool is_float_io(DType t) { return t == DType::float32 || t == DType::float16 || t == DType::bfloat16; }
 
-void check_buffer(const char* what, const Buffer& b, const BufferSpec& spec, const std::string& recipe) {
+// `recipe` names the recipe in messages; it is called on failure only (this runs on every call).
+template <class Name>
+void check_buffer(const char* what, const Buffer& b, const BufferSpec& spec, const Name& recipe) {
   if (!spec.present()) return;
   if (!b.data)
-    fail_arg(std::string("quantized.") + what + ".data is null; recipe " + recipe + " needs " +
+    fail_arg(std::string("quantized.") + what + ".data is null; recipe " + recipe() + " needs " +
              std::to_string(spec.bytes) + " bytes there");
   if (b.bytes < spec.bytes)
     fail_arg(std::string("quantized.") + what + ".bytes=" + std::to_string(b.bytes) + " is too small; recipe " +
-             recipe + " needs " + std::to_string(spec.bytes) + " bytes (" + dtype_name(spec.dtype) + " [" +
+             recipe() + " needs " + std::to_string(spec.bytes) + " bytes (" + dtype_name(spec.dtype) + " [" +
              std::to_string(spec.rows) + ", " + std::to_string(spec.cols) + "])");
   const int64_t align = spec.dtype == DType::float32 || spec.dtype == DType::int32 ? 4 : 1;
   if (reinterpret_cast<uintptr_t>(b.data) % align != 0)
@@ -29,7 +31,8 @@ void check_optional_scalar(const char* what, const Buffer& b) {
     fail_arg(std::string("quantized.") + what + ".data=" + ptr_str(b.data) + " must be 4-byte aligned");
 }
 
-void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const std::string& name) {
+template <class Name>
+void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Name& name) {
   check_buffer("data", q.data, L.data, name);
   check_buffer("scales", q.scales, L.scales, name);
   check_buffer("col_data", q.col_data, L.col_data, name);
@@ -73,13 +76,13 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   if (!(out.device == c.x.device))
     fail_arg("quantize: quantized.device=" + out.device.str() + " differs from input.device=" + c.x.device.str());
   c.layout = plan_for("quantize", out.recipe, c.x.rows, out_cols);
-  const std::string name = out.recipe.name();
+  auto name = [&] { return out.recipe.name(); };
   check_buffers(out, c.layout, name);
   const bool global = out.recipe.has_global_scale();
   if (opt.amax_in && !global)
-    fail_arg("quantize: options.amax_in is only used by fp8_tensor and nvfp4, not by recipe " + name);
+    fail_arg("quantize: options.amax_in is only used by fp8_tensor and nvfp4, not by recipe " + name());
   if (opt.scale_in && out.recipe.scheme != Scheme::fp8_tensor)
-    fail_arg("quantize: options.scale_in is only used by fp8_tensor, not by recipe " + name);
+    fail_arg("quantize: options.scale_in is only used by fp8_tensor, not by recipe " + name());
   if (opt.scale_in && opt.amax_in) fail_arg("quantize: give options.scale_in or options.amax_in, not both");
   if (c.x.device.kind == DeviceKind::cpu) {
     // Host scalars can be checked here; device scalars are the caller's responsibility.
@@ -101,7 +104,7 @@ void check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2
              (allow_2d ? " or fp8_block_128x128" : "") + " (float8_e4m3fn, rowwise; fp32 or pow2/UE8M0 scales)");
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
   need.col_data = need.col_scales = need.global_scale = need.amax = {};
-  check_buffers(q, need, std::string(name) + " (" + r.name() + ")");
+  check_buffers(q, need, [&] { return std::string(name) + " (" + r.name() + ")"; });
 }
 }  // namespace
 
@@ -142,11 +145,11 @@ DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, 
   if (!(q.device == c.y.device))
     fail_arg("dequantize: quantized.device=" + q.device.str() + " differs from output.device=" + c.y.device.str());
   c.layout = plan_for("dequantize", q.recipe, q.rows, q.cols);
-  const std::string name = q.recipe.name();
+  auto name = [&] { return q.recipe.name(); };
   if (opt.columnwise && !q.recipe.has_columnwise())
-    fail_arg("dequantize: options.columnwise is set but recipe " + name + " has no columnwise output");
+    fail_arg("dequantize: options.columnwise is set but recipe " + name() + " has no columnwise output");
   if (!opt.columnwise && !q.recipe.has_rowwise())
-    fail_arg("dequantize: recipe " + name + " has only columnwise output; set options.columnwise");
+    fail_arg("dequantize: recipe " + name() + " has only columnwise output; set options.columnwise");
   const bool tr = opt.columnwise && q.recipe.column_form == ColumnForm::transposed;
   const int64_t er = tr ? q.cols : q.rows, ec = tr ? q.rows : q.cols;
   if (c.y.rows != er || c.y.cols != ec)

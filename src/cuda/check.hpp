@@ -21,19 +21,33 @@ class DeviceGuard {
  public:
   explicit DeviceGuard(int index) {
     check_cuda(cudaGetDevice(&prev_), "cudaGetDevice");
-    if (prev_ != index) check_cuda(cudaSetDevice(index), "cudaSetDevice");
+    if (prev_ != index) {
+      check_cuda(cudaSetDevice(index), "cudaSetDevice");
+      changed_ = true;
+    }
   }
-  ~DeviceGuard() { cudaSetDevice(prev_); }
+  ~DeviceGuard() {
+    if (changed_) cudaSetDevice(prev_);
+  }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
   int prev_ = 0;
+  bool changed_ = false;
 };
 
 // Throws unless `d` is a CUDA device the precompiled kernels run on (sm_90: they are built for
 // sm_90a). The message names the device, its architecture and the way out.
 void require_supported_device(const Device& d, const char* op);
 int sm_count(int device);
+int arch_of(int device);  // major * 10 + minor, from the per-process device list
+
+// Throws unless p (when not null) is device or managed memory of device d; `what` names the
+// argument. Allocation ranges already checked are remembered per thread, so that a warm call
+// makes no driver query for buffers it has seen (a freed range is still device memory while
+// the driver keeps its address space; a pointer into memory freed and mapped anew elsewhere
+// cannot be told from a valid one by any query).
+void check_device_pointer(const void* p, const Device& d, const char* what);
 
 }  // namespace mxq::cuda

@@ -1,4 +1,5 @@
 // Device discovery, the architecture check, and device memory for the CLI and tests.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdlib>
@@ -6,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/validate.hpp"
 #include "cuda/check.hpp"
 #include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
@@ -62,6 +64,63 @@ void require_supported_device(const Device& d, const char* op) {
 int sm_count(int device) {
   const auto& list = devices();
   return device >= 0 && device < int(list.size()) ? list[size_t(device)].sms : 132;
+}
+
+int arch_of(int device) {
+  const auto& list = devices();
+  return device >= 0 && device < int(list.size()) ? list[size_t(device)].major * 10 + list[size_t(device)].minor : 0;
+}
+
+namespace {
+// Allocation ranges of device pointers that passed the check, the most recent kRanges per thread.
+struct CheckedRange {
+  uintptr_t begin = 0, end = 0;
+  int device = -1;
+};
+constexpr int kRanges = 16;
+thread_local CheckedRange t_ranges[kRanges];
+thread_local int t_next_range = 0;
+
+using GetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+GetAddressRange address_range_fn() {
+  static const GetAddressRange fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12080, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return GetAddressRange(nullptr);
+    }
+    return reinterpret_cast<GetAddressRange>(f);
+  }();
+  return fn;
+}
+}  // namespace
+
+void check_device_pointer(const void* p, const Device& d, const char* what) {
+  if (!p) return;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  for (const CheckedRange& r : t_ranges)
+    if (at >= r.begin && at < r.end && r.device == d.index) return;
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail_arg(std::string(what) + "=" + ptr_str(p) + " is not a CUDA pointer (" + cudaGetErrorString(e) + ")");
+  }
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+    fail_arg(std::string(what) + "=" + ptr_str(p) + " is host memory, but the tensor says device " + d.str());
+  if (a.type == cudaMemoryTypeDevice && a.device != d.index)
+    fail_arg(std::string(what) + "=" + ptr_str(p) + " lives on cuda:" + std::to_string(a.device) +
+             ", but the tensor says " + d.str());
+  if (a.type != cudaMemoryTypeDevice) return;  // managed memory is checked every time
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (const GetAddressRange range = address_range_fn();
+      range && range(&base, &size, CUdeviceptr(at)) == CUDA_SUCCESS && size > 0) {
+    t_ranges[t_next_range] = {uintptr_t(base), uintptr_t(base) + size, d.index};
+    t_next_range = (t_next_range + 1) % kRanges;
+  }
 }
 
 }  // namespace mxq::cuda

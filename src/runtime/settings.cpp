@@ -103,7 +103,12 @@ void set_log_sink(std::function<void(const std::string&)> sink) {
   g_logged.clear();
 }
 
-void begin_dispatch() { t_last = {}; }
+void begin_dispatch() {  // clear() keeps the strings' storage: a warm call allocates nothing here
+  t_last.op.clear();
+  t_last.backend.clear();
+  t_last.kernel.clear();
+  t_last.fallback.clear();
+}
 
 void record_dispatch(const char* op, Backend b, const std::string& kernel) {
   t_last.op = op;

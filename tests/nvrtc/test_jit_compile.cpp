@@ -76,7 +76,7 @@ TEST(JitCompile, EveryDispatcherConfigurationCompilesForSm90a) {
   expect_all_compile(all_keys(), "configurations");
 }
 
-// Fused epilogues multiply the space (activation x dact x dbias on every key, ~4 s of NVRTC each
+// Fused epilogues multiply the space (activation x dact x dbias on every key, ~1.2 s of NVRTC each
 // on CI's cores), so CI compiles each fused variant on one key of each thread shape (input
 // dtypes and element formats rotate across them); the GPU tests run many more.
 TEST(JitCompile, FusedVariantsCompileForSm90a) {

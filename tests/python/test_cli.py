@@ -202,13 +202,38 @@ def test_cache_concurrent_warmup_ls_clear(tmp_path):
     assert cleared["removed"] == 6
 
 
+# `mxq cache warmup ENTRIES` into the cache directory tmp_path/cache, with extra environment.
+def warm_cache(tmp_path, cache, *entries, **extra):
+    env = dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / cache), **extra)
+    return subprocess.run([mxq_bin(), "cache", "warmup", *entries, "--arch", "90", "--threads", "2"],
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+# Fused kernels are warmed by name: RECIPE+ACT, +dACT, +dbias; the cache lists them as fused.
+def test_cache_warmup_fused_entries(tmp_path):
+    env = dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / "cache"))
+    ok = warm_cache(tmp_path, "cache", "mxfp8+swiglu", "mxfp8:dir=both+dgelu+dbias")
+    if ok.returncode != 0 and "the JIT is unavailable" in ok.stderr:
+        pytest.skip(f"no JIT in this build: {ok.stderr.strip()}")
+    assert ok.returncode == 0, ok.stderr
+    assert "compiled or found 6 kernel configurations" in ok.stdout, ok.stdout
+    ls = json.loads(subprocess.run([mxq_bin(), "cache", "ls", "--json"], capture_output=True, text=True, env=env,
+                                   check=True).stdout)
+    configs = sorted(e["config"] for e in ls["entries"])
+    assert len(configs) == 6, configs
+    assert sum(c.endswith(" swiglu sm_90") for c in configs) == 3, configs
+    assert sum(c.endswith(" dgelu+dbias sm_90") for c in configs) == 3, configs
+    for bad, says in [("mxfp8+bogus", "unknown activation 'bogus'"), ("mxfp8+dswiglu", "dACT takes an elementwise"),
+                      ("mxfp8+dbogus", "unknown activation 'bogus'")]:
+        r = warm_cache(tmp_path, "cache", bad)
+        assert r.returncode != 0 and says in r.stderr and bad in r.stderr, r.stderr
+
+
 # MXQ_JIT=0 turns the JIT off; MXQ_CACHE_MAX_MB caps the disk cache (least recently used
 # entries go); a bad cap warns once, and MXQ_LOG=off silences that warning.
 def test_jit_and_cache_switches(tmp_path):
     def warm(cache, *recipes, **extra):
-        env = dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / cache), **extra)
-        return subprocess.run([mxq_bin(), "cache", "warmup", *recipes, "--arch", "90", "--threads", "2"],
-                              capture_output=True, text=True, timeout=600, env=env)
+        return warm_cache(tmp_path, cache, *recipes, **extra)
 
     on = warm("on", "mxfp8")
     if on.returncode != 0 and "not built" in on.stderr:

@@ -26,9 +26,9 @@ enum class Activation : uint8_t {
   reglu = 9,      // gated: relu(a) * b
 };
 
-MXQ_HD bool is_gated(Activation a) { return a == Activation::swiglu || a == Activation::geglu || a == Activation::reglu; }
+constexpr MXQ_HD bool is_gated(Activation a) { return a == Activation::swiglu || a == Activation::geglu || a == Activation::reglu; }
 // The elementwise activation a gated one applies to its first half.
-MXQ_HD Activation gate_of(Activation a) {
+constexpr MXQ_HD Activation gate_of(Activation a) {
   return a == Activation::swiglu ? Activation::silu : (a == Activation::geglu ? Activation::gelu : Activation::relu);
 }
 

@@ -72,19 +72,20 @@ std::optional<cuda::FastKey> fast_key(const Recipe& rc, DType dtype, const Quant
   return cuda::fast_key_for(rc, dtype, why);
 }
 
-void check_pointer(const void* p, const Device& d, const char* what) {
-  if (!p) return;
-  cudaPointerAttributes a{};
-  const cudaError_t e = cudaPointerGetAttributes(&a, p);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    fail_arg(std::string(what) + "=" + ptr_str(p) + " is not a CUDA pointer (" + cudaGetErrorString(e) + ")");
+using cuda::check_device_pointer;
+
+// The dispatch record's kernel text ("jit bf16 mx e4m3fn rows g=32 ..."), formatted again only
+// when the kernel differs from this thread's last one: a warm call builds no string.
+const std::string& kernel_text(const char* prefix, const cuda::FastKey& k) {
+  thread_local const char* last_prefix = nullptr;
+  thread_local cuda::FastKey last{};
+  thread_local std::string text;
+  if (prefix != last_prefix || !(k == last)) {
+    text = prefix + jit::key_text(k);
+    last_prefix = prefix;
+    last = k;
   }
-  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
-    fail_arg(std::string(what) + "=" + ptr_str(p) + " is host memory, but the tensor says device " + d.str());
-  if (a.type == cudaMemoryTypeDevice && a.device != d.index)
-    fail_arg(std::string(what) + "=" + ptr_str(p) + " lives on cuda:" + std::to_string(a.device) +
-             ", but the tensor says " + d.str());
+  return text;
 }
 
 }  // namespace
@@ -94,23 +95,23 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const QuantizedLayout& L = call.layout;
   const Recipe& rc = out.recipe;
   cuda::require_supported_device(x.device, "quantize");
-  check_pointer(x.data, x.device, "input.data");
-  check_pointer(out.data.data, x.device, "quantized.data.data");
-  check_pointer(out.scales.data, x.device, "quantized.scales.data");
-  check_pointer(out.col_data.data, x.device, "quantized.col_data.data");
-  check_pointer(out.col_scales.data, x.device, "quantized.col_scales.data");
-  check_pointer(out.global_scale.data, x.device, "quantized.global_scale.data");
-  check_pointer(out.amax.data, x.device, "quantized.amax.data");
-  check_pointer(opt.amax_in, x.device, "options.amax_in");
-  check_pointer(opt.scale_in, x.device, "options.scale_in");
+  check_device_pointer(x.data, x.device, "input.data");
+  check_device_pointer(out.data.data, x.device, "quantized.data.data");
+  check_device_pointer(out.scales.data, x.device, "quantized.scales.data");
+  check_device_pointer(out.col_data.data, x.device, "quantized.col_data.data");
+  check_device_pointer(out.col_scales.data, x.device, "quantized.col_scales.data");
+  check_device_pointer(out.global_scale.data, x.device, "quantized.global_scale.data");
+  check_device_pointer(out.amax.data, x.device, "quantized.amax.data");
+  check_device_pointer(opt.amax_in, x.device, "options.amax_in");
+  check_device_pointer(opt.scale_in, x.device, "options.scale_in");
   // Fused epilogues: y = f(x) is computed as the specialised kernel loads (JIT only); the output
   // width n is half the input's for a gated activation.
   const bool fused = call.fused(opt);
   const Matrix& ax = call.act_input;
   if (fused) {
-    check_pointer(ax.data, x.device, "options.act_input.data");
-    check_pointer(opt.dbias, x.device, "options.dbias");
-    check_pointer(opt.noop, x.device, "options.noop");
+    check_device_pointer(ax.data, x.device, "options.act_input.data");
+    check_device_pointer(opt.dbias, x.device, "options.dbias");
+    check_device_pointer(opt.noop, x.device, "options.noop");
     auto no = [&](const std::string& what) {
       fail(ErrorCode::unsupported, "quantize: fused epilogues on CUDA (activation " +
                                        std::string(activation_name(opt.activation)) + "): " + what +
@@ -257,12 +258,12 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const int sms = cuda::sm_count(x.device.index);
   if (path == Path::aot_fast) {
     check_cuda(*cuda::launch_fast_quantize(*key, x.rows, n, sms, stream, p), "quantize kernel launch");
-    runtime::record_dispatch("quantize", Backend::cuda_aot, "fast " + jit::key_text(*key));
+    runtime::record_dispatch("quantize", Backend::cuda_aot, kernel_text("fast ", *key));
     return;
   }
   if (path == Path::jit) {
     jit::launch(*key, x.device.index, x.rows, n, sms, stream, p);
-    runtime::record_dispatch("quantize", Backend::cuda_jit, "jit " + jit::key_text(*key));
+    runtime::record_dispatch("quantize", Backend::cuda_jit, kernel_text("jit ", *key));
     return;
   }
   const int64_t tiles = ((n + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);
@@ -290,10 +291,10 @@ void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTenso
   const bool col = opt.columnwise;
   const Buffer& data = col ? q.col_data : q.data;
   const Buffer& scales = col ? q.col_scales : q.scales;
-  check_pointer(y.data, y.device, "output.data");
-  check_pointer(data.data, y.device, col ? "quantized.col_data.data" : "quantized.data.data");
-  check_pointer(scales.data, y.device, col ? "quantized.col_scales.data" : "quantized.scales.data");
-  if (L.global_scale.present()) check_pointer(q.global_scale.data, y.device, "quantized.global_scale.data");
+  check_device_pointer(y.data, y.device, "output.data");
+  check_device_pointer(data.data, y.device, col ? "quantized.col_data.data" : "quantized.data.data");
+  check_device_pointer(scales.data, y.device, col ? "quantized.col_scales.data" : "quantized.scales.data");
+  if (L.global_scale.present()) check_device_pointer(q.global_scale.data, y.device, "quantized.global_scale.data");
   cuda::DeviceGuard guard(y.device.index);
   if (b == Backend::cuda_jit)
     runtime::fallback("dequantize", "cuda-jit", "cuda-aot", "the JIT has no dequantize kernels; the AOT one is generic");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "cuda/check.hpp"
 #include "cuda/quantize/fast_select.hpp"
 #include "mxq/api.hpp"
 #include "runtime/jit/kernels.hpp"
@@ -24,16 +25,42 @@ JitCacheInfo jit_cache_info() {
 
 uint64_t jit_cache_clear() { return runtime::jit::disk_cache().clear(); }
 
+namespace {
+// "RECIPE[+ACT][+dACT][+dbias]", e.g. "mxfp8+swiglu", "mxfp8:dir=both+dgelu+dbias": the recipe
+// and the fused epilogue (FastKey::fuse) of a warm-up entry.
+std::pair<Recipe, int> parse_warmup(const std::string& text) {
+  size_t at = text.find('+');
+  const Recipe r = Recipe::parse(text.substr(0, at));
+  int act = 0;
+  bool dact = false, dbias = false;
+  while (at != std::string::npos) {
+    const size_t next = text.find('+', at + 1);
+    const std::string part = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    const std::string arg = "jit_warmup: '" + text + "'";
+    if (part == "dbias") {
+      dbias = true;
+    } else if (part.size() > 1 && part[0] == 'd' && part != "dbias") {
+      act = int(parse_activation(part.substr(1), arg + " (dACT)"));
+      dact = true;
+    } else {
+      act = int(parse_activation(part, arg + " (fused part '" + part + "'; valid: an activation, dACT, dbias)"));
+    }
+    at = next;
+  }
+  const int fuse = cuda::fuse_bits(act, dact, dbias);
+  if (dact && (act == 0 || act >= cuda::kFirstGated))
+    fail_arg("jit_warmup: '" + text + "': dACT takes an elementwise activation (gelu, gelu_tanh, silu, relu, qgelu, srelu)");
+  return {r, fuse};
+}
+}  // namespace
+
 JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, int threads) {
   const std::string why = runtime::jit::unavailable_reason();
   if (!why.empty()) fail(ErrorCode::backend_unavailable, "jit_warmup: the JIT is unavailable: " + why);
   if (arch == 0) {
-    int dev = 0, major = 0, minor = 0;
-    arch = 90;
-    if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
-      arch = major * 10 + minor;
+    int dev = 0;
+    arch = cudaGetDevice(&dev) == cudaSuccess ? cuda::arch_of(dev) : 0;
+    if (arch == 0) arch = 90;
     cudaGetLastError();  // no device: not an error here
   }
   std::vector<cuda::FastKey> keys;
@@ -41,11 +68,13 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
     keys = runtime::jit::all_keys();
   } else {
     for (const std::string& text : recipes) {
-      const Recipe r = Recipe::parse(text);
+      const auto [r, fuse] = parse_warmup(text);
       for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
         std::string no;
-        const auto k = cuda::fast_key_for(r, d, no);
-        if (k && std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
+        auto k = cuda::fast_key_for(r, d, no);
+        if (!k) continue;
+        k->fuse = fuse;
+        if (std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
       }
     }
   }

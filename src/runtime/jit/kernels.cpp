@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cuda/check.hpp"
 #include "cuda/pdl.cuh"
 #include "cuda/quantize/fast_launch.hpp"
 #include "mxq/error.hpp"
@@ -115,10 +116,7 @@ const Compiled& compiled(const cuda::FastKey& key, int arch) {
 
 namespace {
 const Loaded& loaded(const cuda::FastKey& key, int device) {
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  const int arch = major * 10 + minor;
+  const int arch = cuda::arch_of(device);
   return functions().get(pack_key(key, arch, device), [&] {
     const Compiled& c = compiled(key, arch);
     cudaFree(nullptr);  // makes the device's primary context current for the driver API
@@ -151,7 +149,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.numAttrs = 1;
   cuda::TileParams params = p;
   void* args[] = {&params};
-  check_cu(drv().launch(&cfg, k.fn, args, nullptr), "jit: launching " + key_text(key));
+  if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
+    check_cu(r, "jit: launching " + key_text(key));
 }
 
 std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, int arch, int threads) {
