@@ -83,7 +83,7 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   # JIT costs: compile, disk load, memory hit (bench_jit), and a cold vs warm `mxq cache warmup`
   "$BUILD/bench/bench_jit" >"$OUT/bench_jit.log" 2>&1 || note "bench_jit: FAILED rc=$?"
   note "jit: $(grep -E 'compile|fused|disk-cache|memory-cache' "$OUT/bench_jit.log" | tr -s ' ' | tr '\n' ';')"
-  jc="$OUT/jit-cache"
+  jc="${TMPDIR:-/tmp}/mxq-warmup-cache"  # not under $OUT: 200 files would crowd what comes back
   rm -rf "$jc"
   t0=$(date +%s.%N); MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t1=$(date +%s.%N)
   MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t2=$(date +%s.%N)

@@ -16,6 +16,9 @@ void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTenso
 
 // Why the JIT cannot run ("" when it can).
 std::string jit_unavailable_reason();
+// Whether the cuda-jit kernel of (recipe, input dtype, fused epilogue bits) is loaded on `device`
+// in this process (tests: a first call's path).
+bool jit_quantize_loaded(const Recipe& r, DType dtype, int fuse, int device);
 std::string jit_summary();
 
 // Why the CUDA backends are or are not usable ("" when usable).

@@ -8,6 +8,7 @@ std::string cuda_unavailable_reason() { return "not built (configured without CU
 std::string cuda_device_summary() { return ""; }
 std::string jit_unavailable_reason() { return "not built (configured without CUDA)"; }
 std::string jit_summary() { return jit_unavailable_reason(); }
+bool jit_quantize_loaded(const Recipe&, DType, int, int) { return false; }
 
 void cuda_quantize(Backend, const QuantizeCall&, const QuantizedTensor&, const QuantizeOptions&) {
   fail(ErrorCode::backend_unavailable, "quantize: CUDA tensors given, but this mxq build has no CUDA support");

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "cli/host_tensor.hpp"
+#include "cuda/quantize/fast_key.h"
 #include "mxq/mxq.hpp"
 #include "mxq/numerics/activations.h"
 #include "mxq/numerics/formats.h"
+#include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
 
 namespace mxq {
@@ -450,7 +452,8 @@ struct Fused {
 // per column, the bound of any fp32 summation order, plus rows * 2^-126 (float atomics flush
 // subnormals). With noop every GPU output, dbias
 // included, must still hold its poison.
-void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f, uint64_t seed) {
+// graphed: the GPU call is captured into a CUDA graph (global capture mode) and replayed once.
+void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f, uint64_t seed, bool graphed = false) {
   const Recipe recipe = Recipe::parse(recipe_text);
   shape = adapt(recipe, shape);
   const bool gated = num::is_gated(f.act);
@@ -493,12 +496,26 @@ void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f,
     oc.amax_in = &amax_given;
   }
   if (f.noop) og.noop = static_cast<const float*>(noop_g.data());
-  quantize(xgv, qg.view(), og);
-  g_gpu_dispatch = last_dispatch();
-  runtime::device_synchronize(kGpu);
   const std::string where = recipe.name() + " " + dtype_name(dt) + " " + std::to_string(shape.rows) + "x" +
                             std::to_string(shape.cols) + " " + (f.dact ? "d" : "") + activation_name(f.act) +
-                            (f.dbias ? "+dbias" : "") + (f.noop ? " noop" : "");
+                            (f.dbias ? "+dbias" : "") + (f.noop ? " noop" : "") + (graphed ? " graphed" : "");
+  if (graphed) {
+    std::string error;
+    const bool ok = runtime::graph_capture_and_replay([&](void* stream) {
+      og.stream = stream;
+      try {
+        quantize(xgv, qg.view(), og);
+      } catch (const Error& e) {
+        error = e.what();
+        throw;
+      }
+    }, 1);
+    ASSERT_TRUE(ok) << where << ": capture or replay failed " << error;
+  } else {
+    quantize(xgv, qg.view(), og);
+  }
+  g_gpu_dispatch = last_dispatch();
+  runtime::device_synchronize(kGpu);
   if (f.noop) {
     for (DeviceBuffer* b : {&qg.data(), &qg.scales(), &qg.col_data(), &qg.col_scales(), &qg.global_scale(), &qg.amax(), &dbg})
       for (uint8_t v : fetch(*b)) ASSERT_EQ(v, 0xcd) << where << ": a noop call wrote";
@@ -587,6 +604,20 @@ TEST(GpuFused, NoopWritesNothing) {
       check_fused(r, DType::bfloat16, {256, 1024}, f, 3);
       if (HasFatalFailure()) return;
     }
+}
+
+// A configuration's first call may come inside CUDA-graph capture (torch.compile's CUDA graphs):
+// the JIT compiles and loads the kernel there without invalidating the capture.
+TEST(GpuFused, FirstCallInsideGraphCapture) {
+  REQUIRE_GPU();
+  const char* rt = "fp8_block_1x128:pow2=1,layout=packed_ue8m0";  // fp16 + dqgelu: no other test's configuration
+  const Fused f{Activation::qgelu, true, true, false};
+  const int fuse = cuda::fuse_bits(int(f.act), f.dact, f.dbias);
+  ASSERT_FALSE(runtime::jit_quantize_loaded(Recipe::parse(rt), DType::float16, fuse, 0))
+      << "another test loaded this configuration first: choose one that no other test uses";
+  check_fused(rt, DType::float16, {256, 1024}, f, 21, /*graphed=*/true);
+  EXPECT_TRUE(runtime::jit_quantize_loaded(Recipe::parse(rt), DType::float16, fuse, 0));
+  EXPECT_EQ(g_gpu_dispatch.backend, "cuda-jit");
 }
 
 TEST(GpuFused, UnsupportedCombinationsSaySo) {

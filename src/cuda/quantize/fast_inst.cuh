@@ -9,7 +9,16 @@ namespace {
 
 template <class C>
 cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, const TileParams& p) {
-  return pdl_launch(fast_quantize_kernel<C>, fast_grid(C::kKey, rows, cols, sms), dim3(C::kThreads), stream, p);
+  static const int blocks_per_sm = [] {  // the occupancy the compiled kernel reaches
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fast_quantize_kernel<C>, C::kThreads, 0) != cudaSuccess) {
+      cudaGetLastError();
+      n = 0;
+    }
+    return n > 0 ? n : C::kMinBlocks;
+  }();
+  return pdl_launch(fast_quantize_kernel<C>, fast_grid(C::kKey, rows, cols, sms, blocks_per_sm), dim3(C::kThreads),
+                    stream, p);
 }
 
 using E = num::ElemFormat;

@@ -5,12 +5,15 @@
 
 namespace mxq::cuda {
 
-dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms) {
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
-  const int64_t tiles_y = num::ceil_div(rows, g.tile_rows);
-  const int64_t wave = num::ceil_div(int64_t(sms) * g.min_blocks, gx);
-  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(std::min(tiles_y, wave), 1, 65535)));
+  const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
+  const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm);
+  const int64_t per_wave = std::max<int64_t>(1, slots / gx);          // CTAs down the rows in one wave
+  const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);        // row tiles of the busiest CTA
+  const int64_t gy = num::ceil_div(tiles_y, tiles_each);              // fewest CTAs with that many
+  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(gy, 1, 65535)));
 }
 
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,

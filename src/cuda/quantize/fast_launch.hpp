@@ -12,9 +12,11 @@
 
 namespace mxq::cuda {
 
-// Grid of a specialised kernel over a rows x cols input: one wave (at the register-limited
-// occupancy on `sms` SMs) of CTAs that walk the row tiles.
-dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms);
+// Grid of a specialised kernel over a rows x cols input: at most one wave (`blocks_per_sm`, the
+// kernel's measured occupancy, on `sms` SMs) of CTAs that walk the row tiles, with the tiles
+// spread as evenly as the wave allows. A grid a little over one wave made a partial second
+// wave that doubled the time of the CTAs in it (measured: MXFP8 row+col at 1.13 waves).
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
 
 // Launches the ahead-of-time specialisation `key` over a rows x cols input; the launch status,
 // or nothing when `key` was not built ahead of time.

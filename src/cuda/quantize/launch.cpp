@@ -281,6 +281,14 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
 }
 
 std::string jit_unavailable_reason() { return jit::unavailable_reason(); }
+
+bool jit_quantize_loaded(const Recipe& r, DType dtype, int fuse, int device) {
+  std::string why;
+  auto k = cuda::fast_key_for(r, dtype, why);
+  if (!k) return false;
+  k->fuse = fuse;
+  return jit::is_loaded(*k, device);
+}
 std::string jit_summary() { return jit::summary(); }
 
 void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt) {

@@ -26,6 +26,7 @@ MemoryCache<Compiled>& cubins() {
 struct Loaded {
   CUmodule module;
   CUfunction fn;
+  int blocks_per_sm;  // the occupancy the compiled kernel reaches (fast_grid)
 };
 MemoryCache<Loaded>& functions() {
   static MemoryCache<Loaded> c;
@@ -47,6 +48,8 @@ struct Driver {
   decltype(cuModuleLoadData)* module_load = driver<decltype(cuModuleLoadData)>("cuModuleLoadData");
   decltype(cuModuleGetFunction)* get_function = driver<decltype(cuModuleGetFunction)>("cuModuleGetFunction");
   decltype(cuLaunchKernelEx)* launch = driver<decltype(cuLaunchKernelEx)>("cuLaunchKernelEx");
+  decltype(cuOccupancyMaxActiveBlocksPerMultiprocessor)* occupancy =
+      driver<decltype(cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   decltype(cuGetErrorName)* error_name = driver<decltype(cuGetErrorName)>("cuGetErrorName");
   decltype(cuGetErrorString)* error_string = driver<decltype(cuGetErrorString)>("cuGetErrorString");
 };
@@ -119,10 +122,23 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return functions().get(pack_key(key, arch, device), [&] {
     const Compiled& c = compiled(key, arch);
-    cudaFree(nullptr);  // makes the device's primary context current for the driver API
+    // A first call may come inside CUDA-graph capture (torch.compile's CUDA graphs): loading a
+    // module enqueues nothing, but a capturing thread may not make such calls unless it relaxes
+    // its capture mode for them, which it does here and only here.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    struct Restore {
+      cudaStreamCaptureMode& m;
+      ~Restore() { cudaThreadExchangeStreamCaptureMode(&m); }
+    } restore{mode};
+    cuda::check_cuda(cudaSetDevice(device), "cudaSetDevice");  // the primary context, current for the driver API
     Loaded l{};
     check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + key_text(key));
     check_cu(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
+    l.blocks_per_sm = 0;
+    if (drv().occupancy(&l.blocks_per_sm, l.fn, cuda::fast_geometry(key).threads, 0) != CUDA_SUCCESS ||
+        l.blocks_per_sm <= 0)
+      l.blocks_per_sm = cuda::fast_geometry(key).min_blocks;
     return l;
   });
 }
@@ -130,11 +146,15 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
 
 void prepare(const cuda::FastKey& key, int device) { loaded(key, device); }
 
+bool is_loaded(const cuda::FastKey& key, int device) {
+  return functions().peek(pack_key(key, cuda::arch_of(device), device)) != nullptr;
+}
+
 void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, int sms, cudaStream_t stream,
             const cuda::TileParams& p) {
   const Loaded& k = loaded(key, device);
   const cuda::FastGeometry g = cuda::fast_geometry(key);
-  const dim3 grid = cuda::fast_grid(key, rows, cols, sms);
+  const dim3 grid = cuda::fast_grid(key, rows, cols, sms, k.blocks_per_sm);
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid.x;
   cfg.gridDimY = grid.y;

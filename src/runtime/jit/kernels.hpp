@@ -24,6 +24,8 @@ const Compiled& compiled(const cuda::FastKey& key, int arch);
 
 // Compiles (or finds) and loads the kernel for `key` into `device`'s context; throws on failure.
 void prepare(const cuda::FastKey& key, int device);
+// Whether it is loaded into `device`'s context already.
+bool is_loaded(const cuda::FastKey& key, int device);
 // Launches it (prepare() first, so that errors come before anything is enqueued).
 void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, int sms, cudaStream_t stream,
                    const cuda::TileParams& p);

@@ -22,8 +22,21 @@ class MemoryCache {
  public:
   template <class Make>
   const V& get(uint64_t key, Make&& make) {
-    Local& l = local(key);
-    Slot* s = l.id == id_ && l.key == key ? static_cast<Slot*>(l.slot) : find(key);
+    Local* set = local_set(key);
+    int way = -1;  // where this thread remembers the slot: its way, else an empty one, else in turn
+    for (int w = 0; w < kWays; ++w) {
+      if (set[w].id == id_ && set[w].key == key) {
+        Slot* hit = static_cast<Slot*>(set[w].slot);
+        if (hit->ready.load(std::memory_order_acquire)) {
+          if (hit->error) std::rethrow_exception(hit->error);
+          return *hit->value;
+        }
+        way = w;
+      }
+      if (way < 0 && !set[w].slot) way = w;
+    }
+    if (way < 0) way = int(next_way()++ % kWays);
+    Slot* s = find(key);
     if (!s) {
       std::unique_lock<std::shared_mutex> lock(mu_);
       auto& p = map_[key];
@@ -40,7 +53,7 @@ class MemoryCache {
         s->ready.store(true, std::memory_order_release);
       });
     }
-    l = {id_, key, s};
+    set[way] = {id_, key, s};
     if (s->error) std::rethrow_exception(s->error);
     return *s->value;
   }
@@ -68,15 +81,23 @@ class MemoryCache {
     const auto it = map_.find(key);
     return it == map_.end() ? nullptr : it->second.get();
   }
-  // Per-thread, direct-mapped: (cache id, key) -> slot. Slots live as long as their cache, and
-  // ids are never reused, so an entry of a destroyed cache can never match.
+  // Per-thread, set-associative: (cache id, key) -> slot, kSets sets of kWays ways, so that the
+  // handful of configurations a process uses never evict one another into the shared lock (a
+  // direct-mapped table with one collision cost 300 ns a hit with 16 threads on the H200).
+  // Slots live as long as their cache, and ids are never reused, so an entry of a destroyed
+  // cache can never match.
   struct Local {
     uint64_t id = 0, key = 0;
     void* slot = nullptr;
   };
-  static Local& local(uint64_t key) {
-    static thread_local Local table[64];
-    return table[(key * 0x9E3779B97F4A7C15ull) >> 58];
+  static constexpr int kWays = 4, kSetBits = 6;
+  static Local* local_set(uint64_t key) {
+    static thread_local Local table[(1 << kSetBits) * kWays];
+    return &table[((key * 0x9E3779B97F4A7C15ull) >> (64 - kSetBits)) * kWays];
+  }
+  static unsigned& next_way() {
+    static thread_local unsigned n = 0;
+    return n;
   }
   static uint64_t next_id() {
     static std::atomic<uint64_t> n{0};
