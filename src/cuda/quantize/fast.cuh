@@ -96,15 +96,26 @@ struct Spread {
   }
 };
 
+// A fused tile as loaded: the input words of kR rows x 8 columns (x, and the gate half or the
+// backward pass's act_input), not yet transformed, so that the next tile's loads can be in
+// flight while this one is computed (as the plain kernels do with their input words).
+template <class C>
+struct RawTile {
+  static constexpr int kWin = C::kInDType == 0 ? 8 : 4;  // 32-bit words per 8 input elements
+  static constexpr bool kSecond = C::kGated || C::kDact;
+  uint32_t x[C::kR][kWin];
+  uint32_t second[kSecond ? C::kR : 1][kWin];
+};
+
 template <int kDType, int kR, int kW>
-__device__ __forceinline__ void load_rows(uint32_t (&w)[kR][kW], const char* xb, int64_t r0, int64_t c0,
-                                          const TileParams& p) {
+__device__ __forceinline__ void load_words(uint32_t (&w)[kR][kW], const char* base, int64_t stride, int64_t r0,
+                                           int64_t c0, const TileParams& p) {
   constexpr int kInBytes = kDType == 0 ? 4 : 2;
   const bool col_live = c0 < p.cols;
 #pragma unroll
   for (int i = 0; i < kR; ++i) {
     const bool live = col_live && r0 + i < p.rows;
-    const uint4* src = reinterpret_cast<const uint4*>(xb + ((r0 + i) * p.row_stride + c0) * kInBytes);
+    const uint4* src = reinterpret_cast<const uint4*>(base + ((r0 + i) * stride + c0) * kInBytes);
 #pragma unroll
     for (int h = 0; h < kW / 4; ++h) {
       const uint4 q = live ? __ldg(src + h) : uint4{0u, 0u, 0u, 0u};
@@ -116,78 +127,85 @@ __device__ __forceinline__ void load_rows(uint32_t (&w)[kR][kW], const char* xb,
   }
 }
 
-// The activation of one element. The transcendental ones (erf, tanh, exp) are called out of
-// line: a fused tile applies them to kR x 8 values, and inlining them that many times made
-// ptxas take seconds per JIT cold compile (measured: 9.4 s -> 1.3 s for dgelu+dbias).
+template <int kDType, int kR, int kW>
+__device__ __forceinline__ void load_rows(uint32_t (&w)[kR][kW], const char* xb, int64_t r0, int64_t c0,
+                                          const TileParams& p) {
+  load_words<kDType>(w, xb, p.row_stride, r0, c0, p);
+}
+
+template <class C>
+__device__ __forceinline__ void load_raw(RawTile<C>& t, const char* xb, int64_t r0, int64_t c0, const TileParams& p) {
+  constexpr int kInBytes = C::kInDType == 0 ? 4 : 2;
+  load_words<C::kInDType>(t.x, xb, p.row_stride, r0, c0, p);
+  if constexpr (C::kGated) load_words<C::kInDType>(t.second, xb + p.gate_offset * kInBytes, p.row_stride, r0, c0, p);
+  else if constexpr (C::kDact)
+    load_words<C::kInDType>(t.second, static_cast<const char*>(p.act_x), p.act_stride, r0, c0, p);
+}
+
+// Eight values of y = f(input). The transcendental activations (erf, tanh, exp) run out of line,
+// a row of 8 per call: inlining them for every element of a tile made ptxas take seconds per
+// JIT cold compile (measured: 9.4 s -> 1.3 s for dgelu+dbias on CI's cores).
+struct Row8 {
+  float v[8];
+};
 template <num::Activation kAct>
 inline constexpr bool kCheapActivation =
     kAct == num::Activation::relu || kAct == num::Activation::srelu || kAct == num::Activation::reglu;
 
 template <num::Activation kAct>
-__device__ __noinline__ float act_outlined(float x) {
-  return num::act_f(kAct, x);
+__device__ __forceinline__ Row8 act_row_inline(Row8 x) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) x.v[j] = num::act_f(kAct, x.v[j]);
+  return x;
 }
 template <num::Activation kAct>
-__device__ __noinline__ float dact_outlined(float x) {
-  return num::dact_f(kAct, x);
+__device__ __forceinline__ Row8 dact_row_inline(Row8 grad, Row8 a) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) grad.v[j] = num::mul_rn(grad.v[j], num::dact_f(kAct, a.v[j]));
+  return grad;
 }
 template <num::Activation kAct>
-__device__ __forceinline__ float act_one(float x) {
-  if constexpr (kCheapActivation<kAct>) return num::act_f(kAct, x);
-  else return act_outlined<kAct>(x);
+__device__ __noinline__ Row8 act_row_outlined(Row8 x) {
+  return act_row_inline<kAct>(x);
 }
 template <num::Activation kAct>
-__device__ __forceinline__ float dact_one(float grad, float x) {
-  if constexpr (kCheapActivation<kAct>) return num::mul_rn(grad, num::dact_f(kAct, x));
-  else return num::mul_rn(grad, dact_outlined<kAct>(x));
+__device__ __noinline__ Row8 dact_row_outlined(Row8 grad, Row8 a) {
+  return dact_row_inline<kAct>(grad, a);
 }
 template <num::Activation kAct>
-__device__ __forceinline__ float gated_one(float x, float gate) {
-  return num::mul_rn(act_one<num::gate_of(kAct)>(x), gate);
+__device__ __forceinline__ Row8 act_row(Row8 x) {
+  if constexpr (kCheapActivation<kAct>) return act_row_inline<kAct>(x);
+  else return act_row_outlined<kAct>(x);
 }
 
-// Fused loads: kR rows x 8 columns of y = f(x) as fp32 bits (the CPU reference's act_f / dact_f
-// in the same order), zeros outside the tensor.
+// y = f(input) of a raw tile as fp32 bits, zeros outside the tensor (the CPU reference's act_f /
+// dact_f in the same order).
 template <class C>
-__device__ __forceinline__ void load_fused(uint32_t (&w)[C::kR][8], const char* xb, int64_t r0, int64_t c0,
-                                           const TileParams& p) {
-  using In = typename Input<C::kInDType>::T;
+__device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::kR][8], int64_t r0, int64_t c0,
+                                          const TileParams& p) {
   const bool col_live = c0 < p.cols;
 #pragma unroll
   for (int i = 0; i < C::kR; ++i) {
-    const int64_t r = r0 + i;
-    float v[8];
-    if (col_live && r < p.rows) {
-      const In* row = reinterpret_cast<const In*>(xb) + r * p.row_stride;
-      load8_vec<C::kInDType>(row + c0, v);
-      if constexpr (C::kGated) {
-        float gate[8];
-        load8_vec<C::kInDType>(row + c0 + p.gate_offset, gate);
+    Row8 y;
+    elements<C::kInDType>(t.x[i], y.v);
+    if constexpr (C::kGated) {
+      Row8 gate;
+      elements<C::kInDType>(t.second[i], gate.v);
+      y = act_row<num::gate_of(C::kAct)>(y);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = gated_one<C::kAct>(v[j], gate[j]);
-      } else if constexpr (C::kDact) {
-        float a[8];
-        load8_vec<C::kInDType>(static_cast<const In*>(p.act_x) + r * p.act_stride + c0, a);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = dact_one<C::kAct>(v[j], a[j]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = act_one<C::kAct>(v[j]);
-      }
+      for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], gate.v[j]);
+    } else if constexpr (C::kDact) {
+      Row8 a;
+      elements<C::kInDType>(t.second[i], a.v);
+      if constexpr (kCheapActivation<C::kAct>) y = dact_row_inline<C::kAct>(y, a);
+      else y = dact_row_outlined<C::kAct>(y, a);
     } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = 0.0f;
+      y = act_row<C::kAct>(y);
     }
+    const bool live = col_live && r0 + i < p.rows;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[i][j] = __float_as_uint(v[j]);
+    for (int j = 0; j < 8; ++j) w[i][j] = live ? __float_as_uint(y.v[j]) : 0u;
   }
-}
-
-template <class C>
-__device__ __forceinline__ void load_tile(uint32_t (&w)[C::kR][C::kW], const char* xb, int64_t r0, int64_t c0,
-                                          const TileParams& p) {
-  if constexpr (C::kFused) load_fused<C>(w, xb, r0, c0, p);
-  else load_rows<C::kDType>(w, xb, r0, c0, p);
 }
 
 // Fused statistics of y. dbias: a thread sums its columns over the row tiles it visits, then
@@ -340,6 +358,36 @@ struct FastTile {
     }
   }
 
+  // Columnwise 1-byte scales of a transposed output: the kWR blocks of a column in this tile
+  // (one per warp row) are consecutive bytes in every layout MX uses (row_major of the
+  // transposed tensor, packed_ue8m0, swizzled_128x4). (Not NVFP4: at 168 registers the staging
+  // spilled.) They meet in shared memory and go out as
+  // one 4-byte store per column instead of four 1-byte stores from four warps (measured: those
+  // single-sector stores kept L2 at 84% while DRAM ran at 50% in MXFP8 row+col).
+  static constexpr bool kStageColScales = C::kShape == FastShape::colblocks && C::kWR == 4 &&
+                                          C::kScheme == num::Scheme::mx &&
+                                          C::kColLayout != num::ScaleLayout::mn_major_tma;
+  __device__ static uint8_t (&col_scale_stage())[C::kTileCols][4] {
+    __shared__ __align__(4) uint8_t stage[C::kTileCols][4];
+    return stage;
+  }
+  __device__ static void store_col_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    const num::ScaleGeometry& g = p.col_geom;
+    const int64_t kb0 = tile_r / C::kH;
+    auto* out = static_cast<uint8_t*>(p.col_scales);
+    for (int col = threadIdx.x; col < C::kTileCols; col += C::kThreads) {
+      const int64_t c = tile_c + col;
+      if (c >= p.cols) continue;
+      const int64_t at = num::scale_offset_for<C::kColLayout>(g, c, kb0);
+      if (kb0 + 4 <= g.kb && at % 4 == 0) {
+        *reinterpret_cast<uint32_t*>(out + at) = *reinterpret_cast<const uint32_t*>(col_scale_stage()[col]);
+      } else {
+        for (int k = 0; k < 4 && kb0 + k < g.kb; ++k)
+          out[num::scale_offset_for<C::kColLayout>(g, c, kb0 + k)] = col_scale_stage()[col][k];
+      }
+    }
+  }
+
   __device__ static void run_columns(const uint32_t (&w)[kR][kW], int64_t r0, int64_t c0, const TileParams& p,
                                      const num::ScaleRule& rule, int lane) {
     const int rl = lane / C::kCL;
@@ -369,13 +417,18 @@ struct FastTile {
       }
       ColSpread::reduce(cm, lane);
       const int64_t kb = (r0 - rl * kR) / C::kH;
+      const bool staged = kStageColScales && p.col_transposed;
+      const int warp = threadIdx.x >> 5;
+      const int64_t tile_c = c0 - (lane % C::kCL) * 8 - (warp % C::kWC) * 8 * C::kCL;
       float mine[ColSpread::kPer];
 #pragma unroll
       for (int t = 0; t < ColSpread::kPer; ++t) {
         const num::BlockScale bs = num::block_scale_for<C::kScheme>(rule, num::amax_from_bits(cm[t]));
         mine[t] = bs.multiplier;
         const int64_t c = c0 + ColSpread::index(lane, t);
-        if (c < p.cols && rl < ColSpread::kP && kb * C::kH < p.rows)  // warps below the input store nothing
+        const bool live = c < p.cols && kb * C::kH < p.rows;  // warps below the input store nothing
+        if (rl < ColSpread::kP && staged) col_scale_stage()[c - tile_c][warp / C::kWC] = live ? uint8_t(bs.stored) : 0;
+        else if (rl < ColSpread::kP && live)
           put_scale_for<C::kColLayout>(p.col_scales, p.col_geom, p.fp32_scales, c, kb, bs.stored);
       }
 #pragma unroll
@@ -404,6 +457,7 @@ struct FastTile {
         else *reinterpret_cast<uint2*>(d) = codes;
       }
       __syncthreads();
+      if constexpr (kStageColScales) store_col_scales(tile_r, tile_c, p);
       constexpr int kPieces = kColBytes / 16;  // 16-byte pieces per column
       const bool aligned = p.rows % (16 * kPer) == 0;
       for (int q = threadIdx.x; q < C::kTileCols * kPieces; q += C::kThreads) {
@@ -436,11 +490,43 @@ struct FastTile {
   }
 };
 
+// What a thread loads per row tile: the input words themselves (plain kernels, quantized as
+// loaded), or a RawTile that transform() turns into y (fused kernels).
+template <class C>
+struct PlainLoad {
+  uint32_t w[C::kR][C::kW];
+  __device__ void load(const char* xb, int64_t r0, int64_t c0, const TileParams& p) {
+    load_rows<C::kDType>(w, xb, r0, c0, p);
+  }
+  __device__ const uint32_t (&tile(int64_t, int64_t, const TileParams&))[C::kR][C::kW] { return w; }
+};
+
+template <class C>
+struct FusedLoad {
+  RawTile<C> raw;
+  uint32_t y[C::kR][8];
+  __device__ void load(const char* xb, int64_t r0, int64_t c0, const TileParams& p) { load_raw<C>(raw, xb, r0, c0, p); }
+  __device__ const uint32_t (&tile(int64_t r0, int64_t c0, const TileParams& p))[C::kR][8] {
+    transform<C>(raw, y, r0, c0, p);
+    return y;
+  }
+};
+
+template <bool kFirst, class A, class B>
+struct Pick {
+  using type = A;
+};
+template <class A, class B>
+struct Pick<false, A, B> {
+  using type = B;
+};
+
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
 // are in flight while this one is quantized (two register sets, used in turn).
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
   using Tile = FastTile<C>;
+  using L = typename Pick<C::kFused, FusedLoad<C>, PlainLoad<C>>::type;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;
@@ -460,32 +546,34 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     return;
   }
   FusedStats<C> stats;
-  uint32_t a[C::kR][C::kW];
-  load_tile<C>(a, xb, r0, c0, p);
+  L a;
+  a.load(xb, r0, c0, p);
   num::ScaleRule rule = prepare_rule(p, C::kElem);
   rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
+  auto quantize_tile = [&](L& t) {
+    const auto& w = t.tile(r0, c0, p);
+    stats.add(w, p);
+    Tile::run(w, r0, c0, p, rule, lane, warp);
+  };
   if constexpr (C::kPrefetch) {
-    uint32_t b[C::kR][C::kW];
+    L b;
     for (;;) {
       // tile starts are warp-uniform (r0 - lane_row), so the loop exits are too
-      if (r0 - lane_row + step < p.rows) load_tile<C>(b, xb, r0 + step, c0, p);
-      stats.add(a, p);
-      Tile::run(a, r0, c0, p, rule, lane, warp);
+      if (r0 - lane_row + step < p.rows) b.load(xb, r0 + step, c0, p);
+      quantize_tile(a);
       r0 += step;
       if (r0 - lane_row >= p.rows) break;
-      if (r0 - lane_row + step < p.rows) load_tile<C>(a, xb, r0 + step, c0, p);
-      stats.add(b, p);
-      Tile::run(b, r0, c0, p, rule, lane, warp);
+      if (r0 - lane_row + step < p.rows) a.load(xb, r0 + step, c0, p);
+      quantize_tile(b);
       r0 += step;
       if (r0 - lane_row >= p.rows) break;
     }
   } else {
     for (;;) {
-      stats.add(a, p);
-      Tile::run(a, r0, c0, p, rule, lane, warp);
+      quantize_tile(a);
       r0 += step;
       if (r0 - lane_row >= p.rows) break;
-      load_tile<C>(a, xb, r0, c0, p);
+      a.load(xb, r0, c0, p);
     }
   }
   stats.publish(p, c0, lane);

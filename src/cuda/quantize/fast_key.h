@@ -62,7 +62,7 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   FastGeometry g{};
   const bool rows = k.shape == FastShape::rows, colblocks = k.shape == FastShape::colblocks;
   const int dtype = compute_dtype(k);
-  g.r = rows ? (dtype == 0 ? 2 : 4) : 8;
+  g.r = rows ? (k.dtype == 0 ? 2 : 4) : 8;  // the input's dtype: a fused tile loads the input words
   g.rl = rows ? 1 : (colblocks ? k.h / 8 : 2);
   g.cl = 32 / g.rl;
   // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
@@ -75,7 +75,9 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // Register budget: 64 for the rows shape (2 x 16 data words: this tile and the next); the
   // 8-row shapes hold 32 (64 for fp32) and need occupancy more than prefetch (measured: a
   // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
-  g.max_regs = rows ? (k.fuse ? 96 : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  // Fused: the input words of two tiles (and of their gate / act_input halves) plus y as fp32.
+  const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
+  g.max_regs = rows ? (k.fuse ? (two_inputs ? 128 : 96) : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
   return g;
