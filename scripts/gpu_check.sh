@@ -12,6 +12,7 @@
 #   MXQ_GPU_TEST_FILTER='GpuFused.*' ...          gtest filter of the GPU tests (default all)
 #   MXQ_SANITIZE_FILTER='GpuFused.*' ...          gtest filter of memcheck (default all)
 #   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
+#   MXQ_GEMM_BENCH_ARGS=--quick ...               two GEMM shapes only
 # The device tool stops a command at 600 s: split a full check over calls with these.
 # Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
 # scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
@@ -28,7 +29,7 @@ note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_jit _core >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_gemm_gpu bench_jit _core >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
 
 # The GPU test binary directly (label gpu in ctest; there it reports SKIPPED without a GPU).
 "$BUILD/tests/gpu/mxq_gpu_tests" --gtest_filter="${MXQ_GPU_TEST_FILTER:-*}" >"$OUT/gpu_tests.log" 2>&1
@@ -90,7 +91,11 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   note "jit warm-up of every configuration: cold $(python3 -c "print(round($t1 - $t0, 2))") s, from the disk cache $(python3 -c "print(round($t2 - $t1, 2))") s ($(ls "$jc" | wc -l) entries)"
   "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
   [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
+  # The GEMM (issue 6): cuBLASLt's block-scaled path and the generic kernel through mxq::gemm.
+  "$BUILD/bench/gpu/bench_gemm_gpu" ${MXQ_GEMM_BENCH_ARGS:-} >"$OUT/bench_gemm.log" 2>&1 || note "bench_gemm: FAILED rc=$?"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
+  echo; echo "GEMM (bf16 D, A 1x128 mn_major_tma x B 128x128, CUDA-graph replay):" | tee -a "$OUT/summary.txt"
+  tee -a "$OUT/summary.txt" <"$OUT/bench_gemm.log"
 else
   cat "$status"
 fi

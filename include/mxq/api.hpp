@@ -11,7 +11,8 @@
 
 namespace mxq {
 
-enum class Backend : uint8_t { automatic = 0, cpu = 1, cuda_aot = 2, cuda_jit = 3 };
+// cublaslt: NVIDIA cuBLASLt's block-scaled FP8 GEMM (gemm only; CUDA >= 12.9).
+enum class Backend : uint8_t { automatic = 0, cpu = 1, cuda_aot = 2, cuda_jit = 3, cublaslt = 4 };
 const char* backend_name(Backend b);
 Backend parse_backend(std::string_view name, std::string_view argument = "backend");
 
@@ -111,7 +112,12 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 // fp32 or UE8M0 (pow2) scales, in any layout quantize() writes. D is float32 or bfloat16; C
 // (optional) is float32 [M, N] and may be D itself (accumulate); bias is float32 [N].
 // The cpu backend (the reference) computes each output in fp64 from the exact products
-// code * scale and rounds once; the CUDA GEMM is issue 6's next step (unsupported until then).
+// code * scale and rounds once. On CUDA tensors, auto and cublaslt run cuBLASLt's block-scaled
+// FP8 GEMM (CUDA >= 12.9) when it takes the call: fp32 scales, A's in layout mn_major_tma with
+// M % 4 == 0, B's 128 x 128 row_major with K % 512 == 0 or 1 x 128 mn_major_tma with N % 4 == 0,
+// K % 16 == 0, 16-byte aligned operands and row strides, no bias, C only with an fp32 D. Every
+// other call runs the generic CUDA kernel (correct for any shape, not fast; under auto that is a
+// fallback, which strict mode refuses). Our own tensor-core kernel is issue 6's next step.
 struct GemmOptions {
   Backend backend = Backend::automatic;
   float alpha = 1.0f;

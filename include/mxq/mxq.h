@@ -44,7 +44,8 @@ typedef enum mxq_backend {
   MXQ_BACKEND_AUTO = 0,
   MXQ_BACKEND_CPU = 1,
   MXQ_BACKEND_CUDA_AOT = 2,
-  MXQ_BACKEND_CUDA_JIT = 3
+  MXQ_BACKEND_CUDA_JIT = 3,
+  MXQ_BACKEND_CUBLASLT = 4 /* gemm only: cuBLASLt block-scaled FP8 (CUDA >= 12.9) */
 } mxq_backend;
 
 /* Mirrors mxq::Activation: the activation fused into a quantize (mxq_quantize_options). */
@@ -214,7 +215,7 @@ const char* mxq_version_string(void);
 const char* mxq_build_info(void);
 
 /* Whether a backend can run here.
- *   backend:   MXQ_BACKEND_CPU, MXQ_BACKEND_CUDA_AOT or MXQ_BACKEND_CUDA_JIT.
+ *   backend:   MXQ_BACKEND_CPU, MXQ_BACKEND_CUDA_AOT, MXQ_BACKEND_CUDA_JIT or MXQ_BACKEND_CUBLASLT.
  *   available: receives 1 or 0.
  *   detail, n: NULL / 0, or a buffer of n bytes for a NUL-terminated explanation (what it runs
  *              on, or why not), truncated to fit. */
@@ -232,7 +233,7 @@ mxq_status mxq_set_strict(int on);
 
 /* What this thread's last mxq_quantize / mxq_dequantize / mxq_gemm ran: each buffer (NULL /
  * 0 to skip it) receives a NUL-terminated string, truncated to fit.
- *   backend:  "cpu", "cuda-aot" or "cuda-jit".
+ *   backend:  "cpu", "cuda-aot", "cuda-jit" or "cublaslt".
  *   kernel:   e.g. "fast bf16 mx e4m3fn rows g=32 ...", "generic tile", "reference".
  *   fallback: the fallback taken and why, or "" when none. */
 mxq_status mxq_last_dispatch(char* backend, size_t nb, char* kernel, size_t nk, char* fallback, size_t nf);

@@ -348,7 +348,8 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
     Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
     library (torch: the custom op ``torch.ops.mxq.gemm``). The CPU backend is the fp64
-    reference; the CUDA GEMM is not in this build yet."""
+    reference; on CUDA, cuBLASLt's block-scaled GEMM runs the calls it takes (backend "auto" or
+    "cublaslt") and a generic kernel the rest (mxq/api.hpp lists the conditions)."""
     fa = _quantized_framework(a, "gemm")
     fb = _quantized_framework(b, "gemm")
     if fa is not fb:
@@ -374,7 +375,7 @@ def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "b
 # ---- runtime switches ----------------------------------------------------------------------
 
 def set_backend(name: str) -> None:
-    """Process-wide default backend ("auto", "cpu", "cuda-aot", "cuda-jit") for calls whose
+    """Process-wide default backend ("auto", "cpu", "cuda-aot", "cuda-jit", "cublaslt") for calls whose
     `backend` is "auto"; it wins over the environment variable MXQ_BACKEND. "auto" clears it."""
     _core.set_default_backend(name)
 

@@ -33,7 +33,8 @@ static_assert(MXQ_ACT_REGLU == int(Activation::reglu) && MXQ_ACT_SWIGLU == int(A
                   MXQ_ACT_GELU == int(Activation::gelu),
               "mxq_activation must mirror mxq::Activation");
 static_assert(MXQ_BACKEND_AUTO == int(Backend::automatic) && MXQ_BACKEND_CPU == int(Backend::cpu) &&
-                  MXQ_BACKEND_CUDA_AOT == int(Backend::cuda_aot) && MXQ_BACKEND_CUDA_JIT == int(Backend::cuda_jit),
+                  MXQ_BACKEND_CUDA_AOT == int(Backend::cuda_aot) && MXQ_BACKEND_CUDA_JIT == int(Backend::cuda_jit) &&
+                      MXQ_BACKEND_CUBLASLT == int(Backend::cublaslt),
               "mxq_backend must mirror mxq::Backend");
 
 // A fixed array, so that recording an error cannot itself throw (e.g. after std::bad_alloc).
@@ -76,8 +77,8 @@ const Recipe& recipe_of(mxq_recipe r, const char* fn_name) { return not_null(r, 
 
 Backend backend_of(mxq_backend b, const char* arg) {
   const int v = b;
-  if (v < MXQ_BACKEND_AUTO || v > MXQ_BACKEND_CUDA_JIT)
-    fail_arg(std::string(arg) + "=" + to_string(v) + " is not an mxq_backend; expected 0 (auto) to 3 (cuda-jit)");
+  if (v < MXQ_BACKEND_AUTO || v > MXQ_BACKEND_CUBLASLT)
+    fail_arg(std::string(arg) + "=" + to_string(v) + " is not an mxq_backend; expected 0 (auto) to 4 (cublaslt)");
   return static_cast<Backend>(b);
 }
 
@@ -363,7 +364,7 @@ mxq_status mxq_backend_available(mxq_backend backend, int* available, char* deta
       return;
     }
     fail_arg("mxq_backend_available: backend=" + to_string(int(backend)) + " (" + backend_name(b) +
-             ") is not a concrete backend; expected MXQ_BACKEND_CPU, MXQ_BACKEND_CUDA_AOT or MXQ_BACKEND_CUDA_JIT");
+             ") is not a concrete backend; expected MXQ_BACKEND_CPU, MXQ_BACKEND_CUDA_AOT, MXQ_BACKEND_CUDA_JIT or MXQ_BACKEND_CUBLASLT");
   });
 }
 

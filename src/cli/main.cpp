@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   demo->add_option("--seed", dopt.seed, "random seed");
   demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(CLI::PositiveNumber);
   demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
-  demo->add_option("--backend", backend, "auto, cpu, cuda-aot or cuda-jit");
+  demo->add_option("--backend", backend, "auto, cpu, cuda-aot, cuda-jit or cublaslt (gemm)");
   demo->add_flag("--json", as_json, "machine-readable output");
 
   auto* info = app.add_subcommand("info", "build, backends and why unavailable ones are");

@@ -13,6 +13,11 @@ Backend select_backend(Backend requested, const Device& device, const char* op);
 
 void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& out, const QuantizeOptions& opt);
 void cuda_dequantize(Backend b, const DequantizeCall& call, const QuantizedTensor& q, const DequantizeOptions& opt);
+// The CUDA GEMM: cuBLASLt where it takes the call (auto, cublaslt), else the generic kernel.
+void cuda_gemm(Backend b, const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& bt,
+               const GemmOptions& opt);
+// "" when cuBLASLt's block-scaled FP8 GEMM can run here, else why not.
+std::string cublaslt_unavailable_reason();
 
 // Why the JIT cannot run ("" when it can).
 std::string jit_unavailable_reason();

@@ -6,6 +6,10 @@ namespace mxq::runtime {
 
 std::string cuda_unavailable_reason() { return "not built (configured without CUDA)"; }
 std::string cuda_device_summary() { return ""; }
+std::string cublaslt_unavailable_reason() { return "not built (configured without CUDA)"; }
+void cuda_gemm(Backend, const GemmCall&, const QuantizedTensor&, const QuantizedTensor&, const GemmOptions&) {
+  fail(ErrorCode::backend_unavailable, "gemm: CUDA tensors, but this build has no CUDA backends");
+}
 std::string jit_unavailable_reason() { return "not built (configured without CUDA)"; }
 std::string jit_summary() { return jit_unavailable_reason(); }
 bool jit_quantize_loaded(const Recipe&, DType, int, int) { return false; }

@@ -14,15 +14,16 @@ const char* backend_name(Backend b) {
     case Backend::automatic: return "auto";
     case Backend::cpu: return "cpu";
     case Backend::cuda_aot: return "cuda-aot";
+    case Backend::cublaslt: return "cublaslt";
     default: return "cuda-jit";
   }
 }
 
 Backend parse_backend(std::string_view name, std::string_view argument) {
-  for (Backend b : {Backend::automatic, Backend::cpu, Backend::cuda_aot, Backend::cuda_jit})
+  for (Backend b : {Backend::automatic, Backend::cpu, Backend::cuda_aot, Backend::cuda_jit, Backend::cublaslt})
     if (name == backend_name(b)) return b;
   fail_arg(std::string(argument) + ": unknown backend '" + std::string(name) +
-           "'; valid: auto, cpu, cuda-aot, cuda-jit");
+           "'; valid: auto, cpu, cuda-aot, cuda-jit, cublaslt");
 }
 
 namespace {
@@ -62,9 +63,7 @@ void gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& 
   const GemmCall call = check_gemm(a, b, d, options);
   runtime::begin_dispatch();
   const Backend be = runtime::select_backend(runtime::requested_backend(options.backend), call.d.device, "gemm");
-  if (be != Backend::cpu)
-    fail(ErrorCode::unsupported, "gemm: the CUDA block-scaled GEMM is not in this build yet (issue 6); the cpu "
-                                 "backend computes the reference for CPU tensors");
+  if (be != Backend::cpu) return runtime::cuda_gemm(be, call, a, b, options);
   cpu::gemm(call, a, b, options);
   runtime::record_dispatch("gemm", Backend::cpu, "reference fp64");
 }

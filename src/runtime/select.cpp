@@ -1,3 +1,5 @@
+#include <string_view>
+
 #include "mxq/error.hpp"
 #include "runtime/backends.hpp"
 
@@ -13,6 +15,12 @@ Backend select_backend(Backend requested, const Device& device, const char* op) 
   if (requested != Backend::cpu && on_cpu)
     fail(ErrorCode::unsupported, std::string(op) + ": backend " + backend_name(requested) +
                                      " needs tensors on a CUDA device, got cpu tensors");
+  if (requested == Backend::cublaslt) {
+    if (std::string_view(op) != "gemm")
+      fail(ErrorCode::unsupported, std::string(op) + ": backend cublaslt runs gemm only; use auto, cuda-aot or cuda-jit");
+    const std::string why = cublaslt_unavailable_reason();
+    if (!why.empty()) fail(ErrorCode::backend_unavailable, std::string(op) + ": backend cublaslt is unavailable: " + why);
+  }
   if (requested == Backend::cuda_jit) {
     const std::string why = jit_unavailable_reason();
     if (!why.empty()) fail(ErrorCode::backend_unavailable, std::string(op) + ": backend cuda-jit is unavailable: " + why);
@@ -29,6 +37,8 @@ std::vector<BackendStatus> backend_status() {
   s.push_back({Backend::cuda_aot, why.empty(), why.empty() ? runtime::cuda_device_summary() : why});
   const std::string jit_why = why.empty() ? runtime::jit_unavailable_reason() : why;
   s.push_back({Backend::cuda_jit, jit_why.empty(), jit_why.empty() ? runtime::jit_summary() : jit_why});
+  const std::string lt_why = runtime::cublaslt_unavailable_reason();
+  s.push_back({Backend::cublaslt, lt_why.empty(), lt_why.empty() ? "block-scaled FP8 GEMM (gemm only)" : lt_why});
   return s;
 }
 

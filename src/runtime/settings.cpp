@@ -25,7 +25,7 @@ EnvSettings read_env() {
     try {
       s.backend = parse_backend(v, "MXQ_BACKEND");
     } catch (const Error&) {
-      bad("MXQ_BACKEND", v, "auto, cpu, cuda-aot, cuda-jit");
+      bad("MXQ_BACKEND", v, "auto, cpu, cuda-aot, cuda-jit, cublaslt");
     }
   }
   if (const std::string v = env_text("MXQ_STRICT"); !v.empty()) {

@@ -353,12 +353,15 @@ static void test_info(void) {
   CHECK_OK(mxq_backend_available(MXQ_BACKEND_CUDA_AOT, &available, detail, sizeof detail));
   printf("  cuda-aot available=%d: %s\n", available, detail);
   CHECK_OK(mxq_backend_available(MXQ_BACKEND_CUDA_JIT, &available, NULL, 0));
+  CHECK_OK(mxq_backend_available(MXQ_BACKEND_CUBLASLT, &available, detail, sizeof detail));
+  printf("  cublaslt available=%d: %s\n", available, detail);
   check_error(mxq_backend_available(MXQ_BACKEND_AUTO, &available, NULL, 0), MXQ_ERROR_INVALID_ARGUMENT, "backend=0",
               "auto is not a backend");
   /* the process-wide setters (their effect is tested through the C++ API in test_dispatch.cpp) */
   CHECK_OK(mxq_set_default_backend(MXQ_BACKEND_CPU));
   CHECK_OK(mxq_set_default_backend(MXQ_BACKEND_AUTO));
   check_error(mxq_set_default_backend((mxq_backend)7), MXQ_ERROR_INVALID_ARGUMENT, "backend=7", "backend 7");
+  check_error(mxq_set_default_backend((mxq_backend)5), MXQ_ERROR_INVALID_ARGUMENT, "4 (cublaslt)", "backend 5");
   CHECK_OK(mxq_set_strict(1));
   CHECK_OK(mxq_set_strict(0));
   check_error(mxq_set_strict(2), MXQ_ERROR_INVALID_ARGUMENT, "on=2", "strict 2");

@@ -98,6 +98,8 @@ TEST(Dispatch, EnvironmentSelectsTheBackend) {
   EXPECT_TRUE(has(aot, "backend cuda-aot needs tensors on a CUDA device")) << aot;
   const std::string jit = in_child({{"MXQ_BACKEND", "cuda-jit"}}, "quantize_backend");
   EXPECT_TRUE(has(jit, "backend cuda-jit needs tensors on a CUDA device")) << jit;
+  const std::string lt = in_child({{"MXQ_BACKEND", "cublaslt"}}, "quantize_backend");
+  EXPECT_TRUE(has(lt, "backend cublaslt needs tensors on a CUDA device")) << lt;
 }
 
 TEST(Dispatch, SetterBeatsTheEnvironment) {
@@ -106,7 +108,7 @@ TEST(Dispatch, SetterBeatsTheEnvironment) {
 
 TEST(Dispatch, UnknownValuesAreErrorsListingTheValidOnes) {
   const std::string b = in_child({{"MXQ_BACKEND", "cuda"}}, "quantize_backend");
-  EXPECT_TRUE(has(b, "MXQ_BACKEND='cuda'") && has(b, "auto, cpu, cuda-aot, cuda-jit")) << b;
+  EXPECT_TRUE(has(b, "MXQ_BACKEND='cuda'") && has(b, "auto, cpu, cuda-aot, cuda-jit, cublaslt")) << b;
   const std::string s = in_child({{"MXQ_STRICT", "yes"}}, "quantize_backend");
   EXPECT_TRUE(has(s, "MXQ_STRICT='yes'") && has(s, "0, 1")) << s;
   const std::string l = in_child({{"MXQ_LOG", "debug"}}, "quantize_backend");

@@ -18,21 +18,12 @@
 #include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
 
+#include "gpu_test.hpp"
+
 namespace mxq {
 namespace {
 
-using cli::DeviceBuffer;
-using cli::QuantizedBuffers;
-
-const Device kGpu{DeviceKind::cuda, 0};
-const Device kCpu{};
-
-bool have_gpu() { return runtime::cuda_device_count() > 0; }
-// MXQ_GPU_TEST_SMALL=1 (used under compute-sanitizer) drops the large shapes.
-bool small_only() { return std::getenv("MXQ_GPU_TEST_SMALL") != nullptr; }
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device: " << backend_status()[1].detail
+using namespace gpu_test;
 
 // ---- case generation (separate from the checks)
 // all16_*: every finite fp16 / bf16 value with |x| <= 6, one per element, each 32-element block

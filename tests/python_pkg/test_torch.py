@@ -304,3 +304,24 @@ def test_cupy_through_dlpack():
     qn = mxq.quantize(to_numpy(sample((64, 256))), "mxfp8")
     assert cp.asnumpy(q.data).tobytes() == qn.data.tobytes()
     assert cp.asnumpy(q.scales).tobytes() == qn.scales.tobytes()
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("backend", ["auto", "cublaslt", "cuda-aot"])
+def test_gemm_on_cuda_tensors_exact(backend):
+    # values in [-2, 2] with a 2 in every 128-block: exact codes and partial sums (test_gemm_gpu.cpp)
+    g = torch.Generator().manual_seed(11)
+    a = torch.randint(-2, 3, (64, 1024), generator=g).float()
+    b = torch.randint(-2, 3, (256, 1024), generator=g).float()
+    a[:, ::128] = 2
+    b[:, ::128] = 2
+    qa = mxq.quantize(a.cuda(), "fp8_block_1x128:pow2=1,layout=mn_major_tma")
+    qb = mxq.quantize(b.cuda(), "fp8_block_128x128:pow2=1")
+    d = mxq.gemm(qa, qb, backend=backend)
+    ran = mxq.last_dispatch()
+    assert d.is_cuda and d.dtype == torch.float32 and ran["backend"] == ("cublaslt" if backend == "auto" else backend)
+    assert torch.equal(d.cpu(), a @ b.T), ran
+    compiled = torch.compile(lambda x, y: mxq.gemm(x, y, out_dtype="bfloat16"), fullgraph=True)
+    db = compiled(qa, qb)
+    assert db.dtype == torch.bfloat16 and torch.equal(db.float().cpu(), (a @ b.T).bfloat16().float())

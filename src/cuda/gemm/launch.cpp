@@ -1,0 +1,226 @@
+// Host side of the CUDA GEMM: the cuBLASLt block-scaled path and the generic kernel, chosen per
+// call. cuBLASLt (CUDA >= 12.9) takes DeepSeek's recipes directly: A's 1 x 128 scales in the
+// mn_major_tma layout are its VEC128_32F scales, and B's 128 x 128 row-major scales its
+// BLK128x128_32F ones, so `quantize -> gemm` converts nothing.
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "cuda/check.hpp"
+#include "cuda/gemm/params.h"
+#include "mxq/error.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/settings.hpp"
+
+#if MXQ_HAVE_CUBLASLT
+#include <cublasLt.h>
+#endif
+
+namespace mxq::cuda {
+cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
+}
+
+namespace mxq::runtime {
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+cuda::GemmOperand operand(const QuantizedTensor& q) {
+  const QuantizedLayout L = plan_for("gemm", q.recipe, q.rows, q.cols);
+  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, L.scales.geometry, q.recipe.block_rows,
+          q.recipe.scale_type == ScaleType::float32 && q.recipe.layout != ScaleLayout::packed_ue8m0};
+}
+
+// Why cuBLASLt cannot take this call ("" when it can). Its block-scaled FP8 GEMM needs fp32
+// scales, A's in the M-major layout with M % 4 == 0 (the layout's padding is then none), B's
+// 128 x 128 ones row-major with K % 512 (whole groups of four K blocks) or 1 x 128 ones M-major
+// with N % 4 == 0, K % 16 == 0, 16-byte aligned operands and no bias; C only with an fp32 D.
+std::string cublaslt_why_not(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
+                             const GemmOptions& opt) {
+#if !MXQ_HAVE_CUBLASLT
+  (void)call, (void)a, (void)b, (void)opt;
+  return "this build has no cuBLASLt (configured without CUDA::cublasLt)";
+#else
+  const int64_t m = a.rows, n = b.rows, k = a.cols;
+  if (a.recipe.scale_type != ScaleType::float32 || b.recipe.scale_type != ScaleType::float32)
+    return "cuBLASLt takes fp32 block scales, not UE8M0 bytes";
+  if (a.recipe.layout != ScaleLayout::mn_major_tma || m % 4 != 0)
+    return "cuBLASLt takes A's 1x128 scales in layout mn_major_tma with M % 4 == 0 (M=" + std::to_string(m) + ")";
+  if (b.recipe.block_rows == 128 && (b.recipe.layout != ScaleLayout::row_major || k % 512 != 0))
+    return "cuBLASLt takes B's 128x128 scales row_major with K % 512 == 0 (K=" + std::to_string(k) + ")";
+  if (b.recipe.block_rows == 1 && (b.recipe.layout != ScaleLayout::mn_major_tma || n % 4 != 0))
+    return "cuBLASLt takes B's 1x128 scales in layout mn_major_tma with N % 4 == 0 (N=" + std::to_string(n) + ")";
+  if (k % 16 != 0) return "cuBLASLt needs K % 16 == 0 (K=" + std::to_string(k) + ")";
+  if (opt.bias) return "cuBLASLt's block-scaled GEMM is called without a bias epilogue here";
+  if (call.c.data && call.d.dtype != DType::float32) return "cuBLASLt adds C only to an fp32 D";
+  const int64_t esz = call.d.dtype == DType::float32 ? 4 : 2;
+  if (!aligned16(a.data.data) || !aligned16(b.data.data) || !aligned16(call.d.data) || (call.d.row_stride * esz) % 16 ||
+      (call.c.data && (!aligned16(call.c.data) || (call.c.row_stride * 4) % 16)))
+    return "cuBLASLt needs 16-byte aligned operands and row strides";
+  return "";
+#endif
+}
+
+#if MXQ_HAVE_CUBLASLT
+void check_lt(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    fail(ErrorCode::device_error, std::string("gemm: cuBLASLt ") + what + " failed: " + cublasLtGetStatusString(s));
+}
+
+constexpr size_t kWorkspace = size_t(32) << 20;
+
+// One handle and workspace per device, and the descriptors and algorithm of each shape seen:
+// a warm call creates nothing.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr, ld = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool ok = false;
+};
+struct DeviceLt {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int>, Plan> plans;
+};
+std::mutex g_lt_mu;
+std::map<int, DeviceLt> g_lt;
+
+// Creating a handle or a workspace during CUDA-graph capture: allowed for this thread only.
+struct RelaxedCapture {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+
+void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
+                  cudaStream_t stream) {
+  const int64_t m = a.rows, n = b.rows, k = a.cols;
+  const bool has_c = call.c.data != nullptr, fp32_d = call.d.dtype == DType::float32, blk = b.recipe.block_rows == 128;
+  std::lock_guard<std::mutex> lock(g_lt_mu);
+  DeviceLt& dev = g_lt[call.d.device.index];
+  if (!dev.handle) {
+    RelaxedCapture relaxed;
+    check_lt(cublasLtCreate(&dev.handle), "handle creation");
+    cuda::check_cuda(cudaMalloc(&dev.workspace, kWorkspace), "gemm: cuBLASLt workspace");
+  }
+  Plan& p = dev.plans[{m, n, k, call.d.row_stride, has_c ? call.c.row_stride : 0, fp32_d, has_c, blk}];
+  if (!p.desc) {
+    // Row-major D[M, N] = A . B^T is column-major D^T[N, M] = op(B') . A' with B' = our B
+    // (K x N, column-major, transposed) and A' = our A (K x M): cuBLASLt's "A" is our B.
+    check_lt(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "descriptor");
+    const cublasOperation_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
+    const cublasLtMatmulMatrixScale_t sa = blk ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                               : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const cublasLtMatmulMatrixScale_t sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &sa, sizeof sa), "A scale mode");
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sb, sizeof sb), "B scale mode");
+    const cudaDataType_t dt = fp32_d ? CUDA_R_32F : CUDA_R_16BF;
+    check_lt(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k), "A layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), k), "B layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.ld, dt, uint64_t(n), uint64_t(m), call.d.row_stride), "D layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.lc, dt, uint64_t(n), uint64_t(m), has_c ? call.c.row_stride : call.d.row_stride),
+             "C layout");
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace,
+                                                  sizeof kWorkspace),
+             "workspace preference");
+    // The heuristic needs the scale pointers' modes only; any non-null pointer will do here.
+    const void* any = a.scales.data;
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &any, sizeof any), "A scale");
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &any, sizeof any), "B scale");
+    cublasLtMatmulHeuristicResult_t r{};
+    int found = 0;
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(dev.handle, p.desc, p.la, p.lb, p.lc, p.ld, pref, 1, &r, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    p.ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (p.ok) p.algo = r.algo;
+  }
+  if (!p.ok)
+    fail(ErrorCode::unsupported, "gemm: cuBLASLt has no block-scaled algorithm for M=" + std::to_string(m) +
+                                     " N=" + std::to_string(n) + " K=" + std::to_string(k));
+  const void* scale_b = b.scales.data;  // cuBLASLt's A
+  const void* scale_a = a.scales.data;  // cuBLASLt's B
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_b, sizeof scale_b),
+           "A scale");
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_a, sizeof scale_a),
+           "B scale");
+  const float alpha = opt.alpha, beta = has_c ? 1.0f : 0.0f;
+  const void* c = has_c ? call.c.data : call.d.data;
+  check_lt(cublasLtMatmul(dev.handle, p.desc, &alpha, b.data.data, p.la, a.data.data, p.lb, &beta, c, p.lc,
+                          call.d.data, p.ld, &p.algo, dev.workspace, kWorkspace, stream),
+           "matmul");
+}
+#endif
+
+}  // namespace
+
+std::string cublaslt_unavailable_reason() {
+#if MXQ_HAVE_CUBLASLT
+  const std::string cuda = cuda_unavailable_reason();
+  if (!cuda.empty()) return cuda;
+  return cublasLtGetVersion() >= 120900 ? "" : "cuBLASLt " + std::to_string(cublasLtGetVersion()) +
+                                                   " has no block-scaled FP8 GEMM (needs 12.9 or later)";
+#else
+  return "this build has no cuBLASLt (configured without CUDA::cublasLt)";
+#endif
+}
+
+void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
+               const GemmOptions& opt) {
+  cuda::require_supported_device(call.d.device, "gemm");
+  cuda::check_device_pointer(a.data.data, call.d.device, "a.data.data");
+  cuda::check_device_pointer(a.scales.data, call.d.device, "a.scales.data");
+  cuda::check_device_pointer(b.data.data, call.d.device, "b.data.data");
+  cuda::check_device_pointer(b.scales.data, call.d.device, "b.scales.data");
+  cuda::check_device_pointer(call.d.data, call.d.device, "d.data");
+  cuda::check_device_pointer(call.c.data, call.d.device, "options.c.data");
+  cuda::check_device_pointer(opt.bias, call.d.device, "options.bias");
+  cuda::DeviceGuard guard(call.d.device.index);
+  auto stream = static_cast<cudaStream_t>(opt.stream);
+  if (call.d.empty()) {
+    record_dispatch("gemm", be == Backend::automatic ? Backend::cuda_aot : be, "empty");
+    return;
+  }
+  // Our tensor-core kernel is issue 6's next step: auto and cublaslt run cuBLASLt where it takes
+  // the call; cuda-aot / cuda-jit, and calls cuBLASLt cannot take, run the generic kernel.
+  std::string why;
+  if (be == Backend::automatic || be == Backend::cublaslt) {
+    why = cublaslt_unavailable_reason();
+    if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
+#if MXQ_HAVE_CUBLASLT
+    if (why.empty()) {
+      run_cublaslt(call, a, b, opt, stream);
+      record_dispatch("gemm", Backend::cublaslt, b.recipe.block_rows == 128 ? "cublasLt VEC128 x BLK128x128"
+                                                                            : "cublasLt VEC128 x VEC128");
+      return;
+    }
+#endif
+    fallback("gemm", "cublaslt", "cuda-aot generic kernel", why);
+  } else if (be == Backend::cuda_jit) {
+    fallback("gemm", "cuda-jit", "cuda-aot generic kernel", "the JIT has no GEMM kernels yet (issue 6)");
+  }
+  cuda::GemmParams p{};
+  p.a = operand(a);
+  p.b = operand(b);
+  p.m = a.rows;
+  p.n = b.rows;
+  p.k = a.cols;
+  p.alpha = opt.alpha;
+  p.c = static_cast<const float*>(call.c.data);
+  p.c_stride = call.c.row_stride;
+  p.bias = opt.bias;
+  p.d = call.d.data;
+  p.d_stride = call.d.row_stride;
+  p.d_bf16 = call.d.dtype == DType::bfloat16;
+  cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");
+  record_dispatch("gemm", Backend::cuda_aot, "generic");
+}
+
+}  // namespace mxq::runtime

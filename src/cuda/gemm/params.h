@@ -1,0 +1,32 @@
+// Parameters of the CUDA GEMM kernels: D[M, N] = alpha * A[M, K] . B[N, K]^T (+ C) (+ bias).
+// A and B are float8_e4m3fn codes, K-major, with fp8_block scales (1 x 128 for A; 1 x 128 or
+// 128 x 128 for B) in any layout quantize() writes.
+#pragma once
+
+#include <cstdint>
+
+#include "mxq/numerics/layouts.h"
+
+namespace mxq::cuda {
+
+struct GemmOperand {
+  const uint8_t* codes;   // rows x k, row stride k
+  const void* scales;     // in `geom`'s layout
+  num::ScaleGeometry geom;
+  int block_rows;         // 1 or 128 (the scale of row r is at block row r / block_rows)
+  bool fp32_scales;       // fp32 words, else UE8M0 bytes (packed_ue8m0: 4 per int32)
+};
+
+struct GemmParams {
+  GemmOperand a, b;
+  int64_t m, n, k;
+  float alpha;
+  const float* c;  // fp32 [m, n] with row stride c_stride, or null
+  int64_t c_stride;
+  const float* bias;  // fp32 [n], or null
+  void* d;
+  int64_t d_stride;
+  bool d_bf16;
+};
+
+}  // namespace mxq::cuda

@@ -1,0 +1,206 @@
+// The CUDA GEMM (cuBLASLt block-scaled path and the generic kernel) against exact results and
+// the CPU reference, with operands that the GPU quantize kernels wrote (no layout conversion).
+// Label: gpu; SKIPPED without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/host_tensor.hpp"
+#include "mxq/mxq.hpp"
+#include "mxq/numerics/formats.h"
+#include "runtime/backends.hpp"
+#include "runtime/memory.hpp"
+
+#include "gpu_test.hpp"
+
+namespace mxq {
+namespace {
+
+using namespace gpu_test;
+
+// A bf16 matrix on the GPU and the same values as floats on the host.
+struct Input {
+  std::vector<float> values;
+  DeviceBuffer dev;
+  Input(int64_t rows, int64_t cols, const std::vector<float>& v) : values(v), dev(kGpu, rows * cols * 2) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i) b[i] = num::float_to_bf16(v[i]);
+    dev.upload(b.data());
+  }
+};
+
+// Quantizes on the GPU (the operand a GEMM call gets from quantize()).
+QuantizedBuffers quantized(const char* recipe, Input& x, int64_t rows, int64_t cols) {
+  QuantizedBuffers q(Recipe::parse(recipe), rows, cols, kGpu);
+  QuantizedTensor v = q.view();
+  v.amax = Buffer{};
+  quantize(TensorView::matrix(x.dev.data(), DType::bfloat16, rows, cols, -1, kGpu), v);
+  return q;
+}
+
+// The same quantized bytes on the host, for the CPU reference.
+struct HostCopy {
+  std::vector<uint8_t> data, scales;
+  QuantizedTensor view;
+  explicit HostCopy(QuantizedBuffers& q) {
+    view = q.view();
+    data.resize(size_t(q.data().bytes()));
+    scales.resize(size_t(q.scales().bytes()));
+    q.data().download(data.data());
+    q.scales().download(scales.data());
+    view.device = kCpu;
+    view.data = {data.data(), int64_t(data.size())};
+    view.scales = {scales.data(), int64_t(scales.size())};
+    view.col_data = view.col_scales = view.global_scale = view.amax = Buffer{};
+  }
+};
+
+std::vector<float> run_gemm(QuantizedBuffers& a, QuantizedBuffers& b, int64_t m, int64_t n, DType dt, Backend be,
+                            std::string* ran = nullptr) {
+  DeviceBuffer d(kGpu, m * n * 4);
+  d.fill(0xcd);
+  GemmOptions o;
+  o.backend = be;
+  gemm(a.view(), b.view(), TensorView::matrix(d.data(), dt, m, n, -1, kGpu), o);
+  if (ran) *ran = last_dispatch().backend + " " + last_dispatch().kernel;
+  runtime::device_synchronize(kGpu);
+  std::vector<float> out(size_t(m * n));
+  if (dt == DType::float32) {
+    d.download(out.data());
+  } else {
+    std::vector<uint16_t> h(size_t(m * n));
+    std::vector<uint8_t> all(size_t(m * n * 4));
+    d.download(all.data());
+    std::memcpy(h.data(), all.data(), h.size() * 2);
+    for (size_t i = 0; i < h.size(); ++i) out[i] = num::bf16_to_float(h[i]);
+  }
+  return out;
+}
+
+// Integer values in [-2, 2], a 2 in every block so that every block has the same power-of-two
+// scale (codes = value * 2^7, exact in E4M3). Every product is then a multiple of 2^14 and every
+// partial sum has at most 13 significant bits, exact even in the tensor cores' narrow FP8
+// accumulation (about 14 bits, DeepSeek-V3 report section 3.3.2), so the fp32 output must equal
+// the exact dot product bit for bit. Any scale-indexing or tail error shows up as a wrong integer.
+TEST(GpuGemm, ExactOnSmallIntegers) {
+  REQUIRE_GPU();
+  struct Case {
+    const char *ra, *rb;
+    int64_t m, n, k;
+    Backend be;
+  };
+  for (const Case& c : {Case{"fp8_block_1x128:pow2=1,layout=mn_major_tma", "fp8_block_128x128:pow2=1", 128, 256, 1024,
+                             Backend::cublaslt},
+                        Case{"fp8_block_1x128:pow2=1,layout=mn_major_tma", "fp8_block_1x128:pow2=1,layout=mn_major_tma",
+                             64, 384, 1024, Backend::cublaslt},
+                        Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 129, 200, 1024, Backend::cuda_aot},
+                        Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 7, 130, 896,
+                             Backend::cuda_aot}}) {
+    std::mt19937 rng(uint32_t(c.m * 31 + c.n));
+    auto ints = [&](int64_t rows) {
+      std::vector<float> v(size_t(rows * c.k));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < c.k; ++t) v[size_t(r * c.k + t)] = (t % 128 == r % 128) ? 2.0f : float(int(rng() % 5) - 2);
+      return v;
+    };
+    Input xa(c.m, c.k, ints(c.m)), xb(c.n, c.k, ints(c.n));
+    QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
+    std::string ran;
+    const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, DType::float32, c.be, &ran);
+    const std::string where = std::string(c.ra) + " x " + c.rb + " " + std::to_string(c.m) + "x" + std::to_string(c.n) +
+                              "x" + std::to_string(c.k) + " ran " + ran;
+    EXPECT_EQ(ran.rfind(backend_name(c.be), 0), 0u) << where;
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        int64_t exact = 0;
+        for (int64_t t = 0; t < c.k; ++t)
+          exact += int64_t(xa.values[size_t(i * c.k + t)]) * int64_t(xb.values[size_t(j * c.k + t)]);
+        ASSERT_EQ(got[size_t(i * c.n + j)], float(exact)) << where << " at (" << i << ", " << j << ")";
+      }
+  }
+}
+
+// Random data with outliers against the CPU reference (fp64 on the same quantized bytes):
+// relative Frobenius error <= 2e-4 for fp32 D, 4e-3 for bf16, never a NaN.
+TEST(GpuGemm, RandomAgainstReference) {
+  REQUIRE_GPU();
+  struct Case {
+    const char *ra, *rb;
+    int64_t m, n, k;
+  };
+  int cases = 0;
+  for (const Case& c : {Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 64, 512, 2048},
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 1, 2112, 1536},
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 129, 300, 1000},
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:layout=mn_major_tma", 256, 384, 512},
+                        Case{"fp8_block_1x128", "fp8_block_128x128", 7, 96, 640},
+                        Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 4096, 256, 512}})
+    for (DType dt : {DType::float32, DType::bfloat16})
+      for (Backend be : {Backend::automatic, Backend::cuda_aot}) {
+        std::mt19937 rng(uint32_t(c.m + c.n + c.k));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        auto make = [&](int64_t rows) {
+          std::vector<float> v(size_t(rows * c.k));
+          for (auto& x : v) x = nd(rng) * (rng() % 97 == 0 ? 30.0f : 1.0f);
+          return v;
+        };
+        Input xa(c.m, c.k, make(c.m)), xb(c.n, c.k, make(c.n));
+        QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
+        std::string ran;
+        const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, be, &ran);
+        HostCopy ha(qa), hb(qb);
+        std::vector<float> ref(size_t(c.m * c.n));
+        gemm(ha.view, hb.view, TensorView::matrix(ref.data(), DType::float32, c.m, c.n));
+        double num = 0, den = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_FALSE(std::isnan(got[i])) << ran << " at " << i;
+          num += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
+          den += double(ref[i]) * ref[i];
+        }
+        const double rel = std::sqrt(num / den);
+        EXPECT_LE(rel, dt == DType::float32 ? 2e-4 : 4e-3)
+            << c.ra << " x " << c.rb << " " << c.m << "x" << c.n << "x" << c.k << " " << dtype_name(dt) << " ran " << ran;
+        ++cases;
+      }
+  std::printf("gemm cases: %d\n", cases);
+}
+
+// auto runs cuBLASLt where it takes the call and says why not (a fallback, which strict mode
+// refuses) where it does not; cublaslt refuses quantize; cuda-jit falls back to the generic kernel.
+TEST(GpuGemm, BackendSelection) {
+  REQUIRE_GPU();
+  auto ints = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };
+  Input x128(128, 512, ints(128, 512)), x7(7, 512, ints(7, 512)), w(256, 512, ints(256, 512));
+  QuantizedBuffers a128 = quantized("fp8_block_1x128:layout=mn_major_tma", x128, 128, 512);
+  QuantizedBuffers a7 = quantized("fp8_block_1x128:layout=mn_major_tma", x7, 7, 512);
+  QuantizedBuffers b = quantized("fp8_block_128x128", w, 256, 512);
+  std::string ran;
+  run_gemm(a128, b, 128, 256, DType::bfloat16, Backend::automatic, &ran);
+  EXPECT_EQ(ran, "cublaslt cublasLt VEC128 x BLK128x128");
+  EXPECT_EQ(last_dispatch().fallback, "");
+  run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic, &ran);
+  EXPECT_EQ(ran, "cuda-aot generic");
+  EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;
+  set_strict(true);
+  EXPECT_THROW(run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic), Error);
+  set_strict(false);
+  run_gemm(a128, b, 128, 256, DType::float32, Backend::cuda_jit, &ran);
+  EXPECT_EQ(ran, "cuda-aot generic");
+  QuantizeOptions qo;
+  qo.backend = Backend::cublaslt;
+  try {
+    QuantizedTensor v = a128.view();
+    v.amax = Buffer{};
+    quantize(TensorView::matrix(x128.dev.data(), DType::bfloat16, 128, 512, -1, kGpu), v, qo);
+    FAIL() << "quantize ran on backend cublaslt";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cublaslt runs gemm only"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mxq
