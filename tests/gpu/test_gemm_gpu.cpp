@@ -100,7 +100,9 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                              64, 384, 1024, Backend::cublaslt},
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 129, 200, 1024, Backend::cuda_aot},
                         Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 7, 130, 896,
-                             Backend::cuda_aot}}) {
+                             Backend::cuda_aot},  // the decode kernel (M <= 64)
+                        Case{"fp8_block_1x128:pow2=1", "fp8_block_1x128:pow2=1", 64, 200, 1024, Backend::cuda_aot},
+                        Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 33, 77, 1000, Backend::cuda_aot}}) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));
     auto ints = [&](int64_t rows) {
       std::vector<float> v(size_t(rows * c.k));
@@ -136,7 +138,7 @@ TEST(GpuGemm, RandomAgainstReference) {
     int64_t m, n, k;
   };
   int cases = 0;
-  double worst[2] = {0, 0};
+  double worst[3] = {0, 0, 0};
   for (const Case& c : {Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 64, 512, 2048},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 1, 2112, 1536},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 129, 300, 1000},
@@ -167,36 +169,47 @@ TEST(GpuGemm, RandomAgainstReference) {
         }
         const double rel = std::sqrt(num / den);
         const bool peer = ran.rfind("cublaslt", 0) == 0;
-        if (dt == DType::float32) worst[peer ? 0 : 1] = std::max(worst[peer ? 0 : 1], rel);
+        const int slot = peer ? 0 : (ran.find("decode") != std::string::npos ? 1 : 2);
+        if (dt == DType::float32) worst[slot] = std::max(worst[slot], rel);
         EXPECT_LE(rel, dt == DType::float32 ? (peer ? 1e-3 : 2e-4) : 4e-3)
             << c.ra << " x " << c.rb << " " << c.m << "x" << c.n << "x" << c.k << " " << dtype_name(dt) << " ran " << ran;
         ++cases;
       }
-  std::printf("gemm cases: %d (largest relative error: cuBLASLt fp32 %.2e, generic fp32 %.2e)\n", cases, worst[0],
-              worst[1]);
+  std::printf("gemm cases: %d (largest fp32 relative error: cuBLASLt %.2e, decode %.2e, generic %.2e)\n", cases,
+              worst[0], worst[1], worst[2]);
 }
 
-// auto runs cuBLASLt where it takes the call and says why not (a fallback, which strict mode
-// refuses) where it does not; cublaslt refuses quantize; cuda-jit falls back to the generic kernel.
+// auto runs the decode kernel up to M = 16, cuBLASLt where it takes the call, and says why not
+// (a fallback, which strict mode refuses) where neither does; cublaslt refuses quantize;
+// cuda-jit falls back.
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
-  auto ints = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };
-  Input x128(128, 512, ints(128, 512)), x7(7, 512, ints(7, 512)), w(256, 512, ints(256, 512));
+  auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };
+  Input x128(128, 512, ones(128, 512)), x7(7, 512, ones(7, 512)), w(256, 512, ones(256, 512));
+  Input x7odd(7, 1000, ones(7, 1000)), wodd(256, 1000, ones(256, 1000));
   QuantizedBuffers a128 = quantized("fp8_block_1x128:layout=mn_major_tma", x128, 128, 512);
   QuantizedBuffers a7 = quantized("fp8_block_1x128:layout=mn_major_tma", x7, 7, 512);
-  QuantizedBuffers b = quantized("fp8_block_128x128", w, 256, 512);
+  QuantizedBuffers a7odd = quantized("fp8_block_1x128:layout=mn_major_tma", x7odd, 7, 1000);
+  QuantizedBuffers b = quantized("fp8_block_128x128", w, 256, 512), bodd = quantized("fp8_block_128x128", wodd, 256, 1000);
   std::string ran;
   run_gemm(a128, b, 128, 256, DType::bfloat16, Backend::automatic, &ran);
   EXPECT_EQ(ran, "cublaslt cublasLt VEC128 x BLK128x128");
   EXPECT_EQ(last_dispatch().fallback, "");
   run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic, &ran);
+  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  EXPECT_EQ(last_dispatch().fallback, "");
+  run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic, &ran);  // K % 128 != 0 and M % 4 != 0
   EXPECT_EQ(ran, "cuda-aot generic");
   EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;
   set_strict(true);
-  EXPECT_THROW(run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic), Error);
+  EXPECT_THROW(run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic), Error);
+  EXPECT_NO_THROW(run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic));
   set_strict(false);
   run_gemm(a128, b, 128, 256, DType::float32, Backend::cuda_jit, &ran);
   EXPECT_EQ(ran, "cuda-aot generic");
+  run_gemm(a7, b, 7, 256, DType::float32, Backend::cublaslt, &ran);  // cuBLASLt cannot: our decode kernel
+  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;
   QuantizeOptions qo;
   qo.backend = Backend::cublaslt;
   try {

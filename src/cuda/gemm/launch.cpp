@@ -21,6 +21,8 @@
 
 namespace mxq::cuda {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
+bool gemm_decode_takes(int64_t m, int64_t k);
+cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream);
 }
 
 namespace mxq::runtime {
@@ -188,10 +190,15 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     record_dispatch("gemm", be == Backend::automatic ? Backend::cuda_aot : be, "empty");
     return;
   }
-  // Our tensor-core kernel is issue 6's next step: auto and cublaslt run cuBLASLt where it takes
-  // the call; cuda-aot / cuda-jit, and calls cuBLASLt cannot take, run the generic kernel.
+  // Kernels: our swap-AB decode kernel for M <= 64 (K % 128 == 0, 16-byte aligned operands),
+  // cuBLASLt where it takes the call, and the generic kernel for everything else. auto prefers
+  // the decode kernel up to M = 16 (weight-bound: measured faster than cuBLASLt there), then
+  // cuBLASLt; our large-M tensor-core kernel is issue 6's next step.
+  const int64_t m = a.rows, k = a.cols;
+  const bool decode = cuda::gemm_decode_takes(m, k) && aligned16(a.data.data) && aligned16(b.data.data);
+  const char* own = decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
-  if (be == Backend::automatic || be == Backend::cublaslt) {
+  if ((be == Backend::automatic && !(decode && m <= 16)) || be == Backend::cublaslt) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
@@ -202,9 +209,9 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
       return;
     }
 #endif
-    fallback("gemm", "cublaslt", "cuda-aot generic kernel", why);
+    if (be == Backend::cublaslt || !decode) fallback("gemm", "cublaslt", own, why);
   } else if (be == Backend::cuda_jit) {
-    fallback("gemm", "cuda-jit", "cuda-aot generic kernel", "the JIT has no GEMM kernels yet (issue 6)");
+    fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
   }
   cuda::GemmParams p{};
   p.a = operand(a);
@@ -219,6 +226,11 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d = call.d.data;
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
+  if (decode) {
+    cuda::check_cuda(cuda::launch_gemm_decode(p, stream), "gemm kernel launch");
+    record_dispatch("gemm", Backend::cuda_aot, "swap-AB decode");
+    return;
+  }
   cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");
   record_dispatch("gemm", Backend::cuda_aot, "generic");
 }
