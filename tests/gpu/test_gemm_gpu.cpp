@@ -179,9 +179,9 @@ TEST(GpuGemm, RandomAgainstReference) {
               worst[0], worst[1], worst[2]);
 }
 
-// auto runs the decode kernel up to M = 16, cuBLASLt where it takes the call, and says why not
-// (a fallback, which strict mode refuses) where neither does; cublaslt refuses quantize;
-// cuda-jit falls back.
+// auto runs cuBLASLt where it takes the call, the decode kernel where it does not and M <= 64,
+// and says why not (a fallback, which strict mode refuses) where neither does; cublaslt refuses
+// quantize; cuda-jit falls back.
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
   auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };

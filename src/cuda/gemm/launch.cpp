@@ -190,15 +190,16 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     record_dispatch("gemm", be == Backend::automatic ? Backend::cuda_aot : be, "empty");
     return;
   }
-  // Kernels: our swap-AB decode kernel for M <= 64 (K % 128 == 0, 16-byte aligned operands),
-  // cuBLASLt where it takes the call, and the generic kernel for everything else. auto prefers
-  // the decode kernel up to M = 16 (weight-bound: measured faster than cuBLASLt there), then
-  // cuBLASLt; our large-M tensor-core kernel is issue 6's next step.
+  // Kernels: cuBLASLt where it takes the call, our swap-AB decode kernel for M <= 64 (K % 128
+  // == 0, 16-byte aligned operands) where it does not (M % 4 != 0 above all: decode's M = 1),
+  // and the generic kernel for everything else. Measured on the H200 (bench_gemm_gpu,
+  // 2026-12-01): decode beats the generic kernel 23x at M = 1 but trails cuBLASLt from M = 16,
+  // so auto asks cuBLASLt first. Our large-M tensor-core kernel is issue 6's next step.
   const int64_t m = a.rows, k = a.cols;
   const bool decode = cuda::gemm_decode_takes(m, k) && aligned16(a.data.data) && aligned16(b.data.data);
   const char* own = decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
-  if ((be == Backend::automatic && !(decode && m <= 16)) || be == Backend::cublaslt) {
+  if (be == Backend::automatic || be == Backend::cublaslt) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
