@@ -17,7 +17,7 @@
 namespace mxq::cuda {
 namespace {
 
-constexpr int kRowsN = 16, kMaxM = 64, kMTiles = kMaxM / 8;
+constexpr int kWarps = 8, kRowsN = 16, kMaxM = 64, kMTiles = kMaxM / 8;
 
 // d += A . B for one 32-wide step, the step's own sum formed from zero: the tensor cores sum
 // the 32 products of an instruction in a narrower format than fp32, so steps are added in fp32.
@@ -44,29 +44,21 @@ __device__ __forceinline__ uint4 load16(const uint8_t* base, int64_t row, int64_
   return row < rows ? __ldg(reinterpret_cast<const uint4*>(base + row * k + at)) : uint4{0u, 0u, 0u, 0u};
 }
 
-// Weight fragments of one K block: rows n0 + g and n0 + g + 8, bytes h * 64 + q * 16 .. + 15.
-__device__ __forceinline__ void load_weights(uint4 (&w)[2][2], const GemmParams& p, int64_t n0, int g, int q,
-                                             int64_t kb) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    w[h][0] = load16(p.b.codes, n0 + g, p.n, p.k, kb * 128 + h * 64 + q * 16);
-    w[h][1] = load16(p.b.codes, n0 + g + 8, p.n, p.k, kb * 128 + h * 64 + q * 16);
-  }
-}
-
-template <int kMT, int kWarps>  // m tiles of 8 activation rows; warps over the K blocks
+template <int kMT>  // m tiles of 8 activation rows
 __global__ void __launch_bounds__(kWarps * 32) gemm_decode_kernel(const GemmParams p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, q = lane & 3;  // MMA group (row of the 16, column of the 8) and thread in it
   const int64_t n0 = int64_t(blockIdx.x) * kRowsN;
   const int64_t kblocks = p.k / 128;
   float acc[kMT][4] = {};
-  uint4 w[2][2] = {};
-  if (warp < kblocks) load_weights(w, p, n0, g, q, warp);
   for (int64_t kb = warp; kb < kblocks; kb += kWarps) {
-    // the next block's weights are in flight while this one is multiplied
-    uint4 next[2][2] = {};
-    if (kb + kWarps < kblocks) load_weights(next, p, n0, g, q, kb + kWarps);
+    // weights: rows n0 + g and n0 + g + 8, bytes h * 64 + q * 16 .. + 15 of this block
+    uint4 w[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      w[h][0] = load16(p.b.codes, n0 + g, p.n, p.k, kb * 128 + h * 64 + q * 16);
+      w[h][1] = load16(p.b.codes, n0 + g + 8, p.n, p.k, kb * 128 + h * 64 + q * 16);
+    }
     float sb[2];
     sb[0] = n0 + g < p.n ? operand_scale(p.b, n0 + g, kb) : 0.0f;
     sb[1] = n0 + g + 8 < p.n ? operand_scale(p.b, n0 + g + 8, kb) : 0.0f;
@@ -91,11 +83,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_decode_kernel(const GemmPara
       acc[mt][1] = __fmaf_rn(part[1], sb[0] * sa1, acc[mt][1]);
       acc[mt][2] = __fmaf_rn(part[2], sb[1] * sa0, acc[mt][2]);
       acc[mt][3] = __fmaf_rn(part[3], sb[1] * sa1, acc[mt][3]);
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      w[h][0] = next[h][0];
-      w[h][1] = next[h][1];
     }
   }
   // the warps' partial sums of each (n, m), then the epilogue: D[m, n] = alpha acc (+ C) (+ bias)
@@ -123,13 +110,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_decode_kernel(const GemmPara
   }
 }
 
-// 16 warps per CTA when there are few CTAs (N / 16 under two per SM) and the reduction buffer
-// is small, so that more weight bytes are in flight; 8 otherwise.
 template <int kMT>
-cudaError_t launch(const GemmParams& p, cudaStream_t stream, int sms) {
-  const unsigned ctas = unsigned((p.n + kRowsN - 1) / kRowsN);
-  if (kMT <= 2 && ctas < unsigned(2 * sms)) gemm_decode_kernel<kMT, (kMT <= 2 ? 16 : 8)><<<ctas, 16 * 32, 0, stream>>>(p);
-  else gemm_decode_kernel<kMT, 8><<<ctas, 8 * 32, 0, stream>>>(p);
+cudaError_t launch(const GemmParams& p, cudaStream_t stream) {
+  gemm_decode_kernel<kMT><<<unsigned((p.n + kRowsN - 1) / kRowsN), kWarps * 32, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -137,11 +120,11 @@ cudaError_t launch(const GemmParams& p, cudaStream_t stream, int sms) {
 
 bool gemm_decode_takes(int64_t m, int64_t k) { return m >= 1 && m <= kMaxM && k % 128 == 0; }
 
-cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream, int sms) {
-  if (p.m <= 8) return launch<1>(p, stream, sms);
-  if (p.m <= 16) return launch<2>(p, stream, sms);
-  if (p.m <= 32) return launch<4>(p, stream, sms);
-  return launch<kMTiles>(p, stream, sms);
+cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream) {
+  if (p.m <= 8) return launch<1>(p, stream);
+  if (p.m <= 16) return launch<2>(p, stream);
+  if (p.m <= 32) return launch<4>(p, stream);
+  return launch<kMTiles>(p, stream);
 }
 
 }  // namespace mxq::cuda

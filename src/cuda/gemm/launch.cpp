@@ -22,7 +22,7 @@
 namespace mxq::cuda {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
 bool gemm_decode_takes(int64_t m, int64_t k);
-cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream, int sms);
+cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream);
 }
 
 namespace mxq::runtime {
@@ -228,7 +228,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
   if (decode) {
-    cuda::check_cuda(cuda::launch_gemm_decode(p, stream, cuda::sm_count(call.d.device.index)), "gemm kernel launch");
+    cuda::check_cuda(cuda::launch_gemm_decode(p, stream), "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot, "swap-AB decode");
     return;
   }
