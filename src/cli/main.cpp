@@ -4,10 +4,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_gemm.hpp"
 #include "cli/demo.hpp"
 #include "mxq/gemm_plan.hpp"
 #include "mxq/mxq.hpp"
 #include "runtime/backends.hpp"
+#include "runtime/memory.hpp"
 
 namespace {
 
@@ -50,6 +52,34 @@ int run_info(bool as_json) {
                 s.detail.c_str());
   std::printf("recipes: %s\n", mxq::Recipe::preset_names().c_str());
   std::printf("dtypes:  %s\n", mxq::supported_dtype_names().c_str());
+  return 0;
+}
+
+int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::string& backend_list, bool as_json) {
+  std::vector<std::array<int64_t, 3>> shapes;
+  for (const auto& t : shape_texts) shapes.push_back(mxq::cli::parse_gemm_shape(t));
+  if (shapes.empty()) shapes = mxq::cli::gemm_bench_shapes();
+  std::vector<std::pair<mxq::Backend, int64_t>> backends;
+  for (size_t at = 0; at <= backend_list.size();) {
+    const size_t end = std::min(backend_list.find(',', at), backend_list.size());
+    const mxq::Backend b = mxq::parse_backend(backend_list.substr(at, end - at), "--backends");
+    if (b == mxq::Backend::cpu) mxq::fail_arg("--backends: cpu is the fp64 reference, not a GPU backend to time");
+    backends.push_back({b, b == mxq::Backend::cuda_aot || b == mxq::Backend::cuda_jit ? 64 : 0});
+    at = end + 1;
+  }
+  if (mxq::runtime::cuda_device_count() == 0)
+    mxq::fail(mxq::ErrorCode::backend_unavailable,
+              "mxq bench gemm: no usable CUDA device (" + mxq::backend_status()[1].detail + ")");
+  const auto rows = mxq::cli::bench_gemm(shapes, backends);
+  if (!as_json) {
+    std::fputs(mxq::cli::gemm_bench_table(rows).c_str(), stdout);
+    return 0;
+  }
+  json j = json::array();
+  for (const auto& r : rows)
+    j.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"backend", r.backend}, {"ran", r.kernel}, {"error", r.error},
+                 {"us", r.us}, {"tflops", r.tflops}, {"peak_pct", r.peak_pct}, {"weight_gbps", r.weight_gbps}});
+  std::cout << j.dump(2) << "\n";
   return 0;
 }
 
@@ -139,6 +169,15 @@ int main(int argc, char** argv) {
   gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(CLI::PositiveNumber);
   gplan->add_flag("--json", as_json, "machine-readable output");
 
+  auto* bench = app.add_subcommand("bench", "benchmarks on the GPU: bench gemm [MxNxK ...]");
+  auto* bgemm = bench->add_subcommand("gemm", "the block-scaled FP8 GEMM through mxq::gemm, each backend timed");
+  bench->require_subcommand(1);
+  std::vector<std::string> bshapes;
+  std::string bbackends = "cublaslt,cuda-aot";
+  bgemm->add_option("shapes", bshapes, "MxNxK shapes (default: issue 6's DeepSeek V3 shapes and 8192^3)");
+  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours; up to M = 64), auto");
+  bgemm->add_flag("--json", as_json, "machine-readable output");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo) {
@@ -167,6 +206,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
+    if (*bgemm) return run_bench_gemm(bshapes, bbackends, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);
       const auto L = mxq::plan(r, rows, cols);

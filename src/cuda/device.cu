@@ -2,6 +2,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -192,6 +193,53 @@ void device_memset(const Device& d, void* p, int v, int64_t n) {
 
 void device_synchronize(const Device& d) {
   if (d.kind == DeviceKind::cuda) cuda::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+double graph_ms_per_call(const Device& d, const std::function<void(void*)>& fn, int per_graph) {
+  cuda::DeviceGuard guard(d.index);
+  cudaStream_t s = nullptr;
+  cuda::check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "timing stream");
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  cudaEvent_t a = nullptr, b = nullptr;
+  struct Cleanup {
+    cudaStream_t& s;
+    cudaGraph_t& g;
+    cudaGraphExec_t& ge;
+    cudaEvent_t &a, &b;
+    ~Cleanup() {
+      if (ge) cudaGraphExecDestroy(ge);
+      if (g) cudaGraphDestroy(g);
+      if (a) cudaEventDestroy(a);
+      if (b) cudaEventDestroy(b);
+      cudaStreamDestroy(s);
+    }
+  } cleanup{s, g, ge, a, b};
+  fn(s);
+  cuda::check_cuda(cudaStreamSynchronize(s), "warm-up call");
+  cuda::check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "graph capture");
+  try {
+    for (int i = 0; i < per_graph; ++i) fn(s);
+  } catch (...) {
+    cudaStreamEndCapture(s, &g);
+    throw;
+  }
+  cuda::check_cuda(cudaStreamEndCapture(s, &g), "graph capture");
+  cuda::check_cuda(cudaGraphInstantiate(&ge, g, 0), "graph instantiation");
+  cuda::check_cuda(cudaEventCreate(&a), "event");
+  cuda::check_cuda(cudaEventCreate(&b), "event");
+  std::vector<float> t;
+  for (int i = 0; i < 7; ++i) {
+    cudaEventRecord(a, s);
+    cuda::check_cuda(cudaGraphLaunch(ge, s), "graph replay");
+    cudaEventRecord(b, s);
+    cuda::check_cuda(cudaEventSynchronize(b), "graph replay");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms / float(per_graph));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 bool graph_capture_and_replay(const std::function<void(void*)>& fn, int replays) {

@@ -61,5 +61,8 @@ void copy_to_host(const Device& d, void* dst, const void* src, int64_t n) { requ
 void device_memset(const Device& d, void* p, int v, int64_t n) { require_cpu(d); std::memset(p, v, size_t(n)); }
 void device_synchronize(const Device&) {}
 bool graph_capture_and_replay(const std::function<void(void*)>&, int) { return false; }
+double graph_ms_per_call(const Device&, const std::function<void(void*)>&, int) {
+  fail(ErrorCode::backend_unavailable, "timing on a GPU: this build has no CUDA backends");
+}
 
 }  // namespace mxq::runtime

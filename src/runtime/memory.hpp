@@ -32,4 +32,9 @@ void device_synchronize(const Device& d);
 // false when capture or replay fails.
 bool graph_capture_and_replay(const std::function<void(void*)>& fn, int replays);
 
+// Device milliseconds per call of fn(stream) on device d: fn runs once (warm-up: kernels
+// loaded, descriptors made), then `per_graph` calls are captured into one CUDA graph, which is
+// replayed 7 times; the median replay over per_graph. Throws with the CUDA error on failure.
+double graph_ms_per_call(const Device& d, const std::function<void(void*)>& fn, int per_graph = 10);
+
 }  // namespace mxq::runtime

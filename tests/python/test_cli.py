@@ -202,6 +202,24 @@ def test_cache_concurrent_warmup_ls_clear(tmp_path):
     assert cleared["removed"] == 6
 
 
+# `mxq bench gemm`: times the GEMM on the GPU, per backend; without a GPU it says so, and bad
+# shapes or backends are errors naming them.
+def test_bench_gemm():
+    r = run("bench", "gemm", "8x512x512", "--backends", "cublaslt,cuda-aot", "--json")
+    if "no usable CUDA device" in r.stderr:
+        assert r.returncode == 2
+    else:
+        assert r.returncode == 0, r.stderr
+        rows = json.loads(r.stdout)
+        assert [x["backend"] for x in rows] == ["cublaslt", "cuda-aot"] and all(x["us"] > 0 for x in rows), rows
+    bad = run("bench", "gemm", "8x512")
+    assert bad.returncode == 2 and "gemm shape '8x512' is not MxNxK" in bad.stderr
+    cpu = run("bench", "gemm", "--backends", "cpu")
+    assert cpu.returncode == 2 and "--backends: cpu is the fp64 reference" in cpu.stderr
+    unknown = run("bench", "gemm", "--backends", "gpu")
+    assert unknown.returncode == 2 and "unknown backend 'gpu'" in unknown.stderr
+
+
 # `mxq cache warmup ENTRIES` into the cache directory tmp_path/cache, with extra environment.
 def warm_cache(tmp_path, cache, *entries, **extra):
     env = dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / cache), **extra)

@@ -1,0 +1,93 @@
+#include "cli/bench_gemm.hpp"
+
+#include <cstdio>
+
+#include "cli/host_tensor.hpp"
+#include "mxq/mxq.hpp"
+#include "mxq/numerics/formats.h"
+#include "runtime/memory.hpp"
+
+namespace mxq::cli {
+
+std::vector<std::array<int64_t, 3>> gemm_bench_shapes() {
+  std::vector<std::array<int64_t, 3>> s;
+  for (int64_t m : {1, 16, 64, 128, 1024, 4096})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
+                        {4096, 7168}, {7168, 2048}})
+      s.push_back({m, n, k});
+  s.push_back({8192, 8192, 8192});
+  return s;
+}
+
+std::array<int64_t, 3> parse_gemm_shape(const std::string& text) {
+  std::array<int64_t, 3> v{};
+  char tail = 0;
+  long long m = 0, n = 0, k = 0;
+  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
+    fail_arg("gemm shape '" + text + "' is not MxNxK with positive M, N and K (e.g. 4096x7168x7168)");
+  v = {m, n, k};
+  return v;
+}
+
+std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& shapes,
+                                     const std::vector<std::pair<Backend, int64_t>>& backends) {
+  const Device gpu{DeviceKind::cuda, 0};
+  const Recipe ra = Recipe::parse("fp8_block_1x128:layout=mn_major_tma"), rb = Recipe::parse("fp8_block_128x128");
+  std::vector<GemmBenchRow> rows;
+  for (auto [m, n, k] : shapes) {
+    DeviceBuffer xa(gpu, m * k * 2), xb(gpu, n * k * 2), d(gpu, m * n * 2);
+    std::vector<uint16_t> ha(size_t(m * k)), hb(size_t(n * k));
+    for (size_t i = 0; i < ha.size(); ++i) ha[i] = num::float_to_bf16(float(int(i * 2654435761u % 17) - 8) / 8.0f);
+    for (size_t i = 0; i < hb.size(); ++i) hb[i] = num::float_to_bf16(float(int(i * 40503u % 13) - 6) / 6.0f);
+    xa.upload(ha.data());
+    xb.upload(hb.data());
+    QuantizedBuffers qa(ra, m, k, gpu), qb(rb, n, k, gpu);
+    QuantizedTensor va = qa.view(), vb = qb.view();
+    va.amax = vb.amax = Buffer{};
+    quantize(TensorView::matrix(xa.data(), DType::bfloat16, m, k, -1, gpu), va);
+    quantize(TensorView::matrix(xb.data(), DType::bfloat16, n, k, -1, gpu), vb);
+    const TensorView dv = TensorView::matrix(d.data(), DType::bfloat16, m, n, -1, gpu);
+    for (auto [be, max_m] : backends) {
+      if (max_m && m > max_m) continue;
+      GemmBenchRow r{m, n, k, backend_name(be), "", "", 0, 0, 0, 0};
+      try {
+        GemmOptions o;
+        o.backend = be;
+        const double ms = runtime::graph_ms_per_call(gpu, [&](void* stream) {
+          o.stream = stream;
+          gemm(va, vb, dv, o);
+        });
+        r.kernel = last_dispatch().backend + " " + last_dispatch().kernel;
+        r.us = ms * 1e3;
+        r.tflops = 2.0 * double(m) * double(n) * double(k) / (ms * 1e-3) / 1e12;
+        r.peak_pct = 100.0 * r.tflops / 1979.0;  // the H200's dense FP8 peak
+        r.weight_gbps = double(n) * double(k) / (ms * 1e-3) / 1e9;
+      } catch (const Error& e) {
+        r.error = e.what();
+      }
+      rows.push_back(r);
+    }
+  }
+  return rows;
+}
+
+std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-20s %-9s %-40s %9s %9s %7s %9s\n", "M x N x K", "asked", "ran", "us", "TFLOP/s",
+                "%peak", "w GB/s");
+  out += line;
+  for (const auto& r : rows) {
+    const std::string shape = std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k);
+    if (!r.error.empty())
+      std::snprintf(line, sizeof line, "%-20s %-9s %s\n", shape.c_str(), r.backend.c_str(), r.error.c_str());
+    else
+      std::snprintf(line, sizeof line, "%-20s %-9s %-40s %9.1f %9.1f %7.1f %9.0f\n", shape.c_str(), r.backend.c_str(),
+                    r.kernel.c_str(), r.us, r.tflops, r.peak_pct, r.weight_gbps);
+    out += line;
+  }
+  out += "A 1x128 (mn_major_tma) x B 128x128 FP8, bf16 D, CUDA-graph replay; %peak of 1979 TFLOP/s; w GB/s = N*K / time\n";
+  return out;
+}
+
+}  // namespace mxq::cli
