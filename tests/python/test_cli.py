@@ -66,7 +66,7 @@ def test_info_json_lists_backends_with_reasons():
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     backends = {b["backend"]: b for b in info["backends"]}
-    assert set(backends) == {"cpu", "cuda-aot", "cuda-jit"}
+    assert set(backends) == {"cpu", "cuda-aot", "cuda-jit", "cublaslt"}
     assert backends["cpu"]["available"] is True
     for b in backends.values():
         if not b["available"]:
