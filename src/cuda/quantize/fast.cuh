@@ -28,6 +28,7 @@ struct FastConfig {
   static_assert(fast_key_valid(kKey), "not a specialisation the kernel supports");
   // Fused epilogue (FastKey::fuse): the input dtype is kInDType; the tile holds y = f(x) as fp32.
   static constexpr bool kFused = kFuse_ != 0;
+  static constexpr bool kTransform = transforms(kKey);  // else dbias alone: the tile is the input as loaded
   static constexpr num::Activation kAct = num::Activation(kFuse_ & kFuseActMask);
   static constexpr bool kDact = (kFuse_ & kFuseDact) != 0, kDbias = (kFuse_ & kFuseDbias) != 0;
   static constexpr bool kGated = (kFuse_ & kFuseActMask) >= kFirstGated;
@@ -219,19 +220,20 @@ struct FusedStats {
   __device__ void add(const uint32_t (&w)[C::kR][C::kW], const TileParams& p) {
     if constexpr (C::kDbias) {
 #pragma unroll
-      for (int i = 0; i < C::kR; ++i)
+      for (int i = 0; i < C::kR; ++i) {
+        float v[8];
+        elements<C::kDType>(w[i], v);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) s[j] = num::add_rn(s[j], __uint_as_float(w[i][j]));
+        for (int j = 0; j < 8; ++j) s[j] = num::add_rn(s[j], v[j]);
+      }
     }
     if constexpr (C::kFused) {
       if (p.amax_out) {
 #pragma unroll
-        for (int i = 0; i < C::kR; ++i)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const uint32_t a = w[i][j] & 0x7fffffffu;
-            m = num::max_u32(m, a > 0x7f800000u ? 0x7fc00000u : a);
-          }
+        for (int i = 0; i < C::kR; ++i) {
+          const uint32_t a = amax8_bits<C::kDType>(w[i]);
+          m = num::max_u32(m, a > 0x7f800000u ? 0x7fc00000u : a);
+        }
       }
     }
   }
@@ -526,7 +528,7 @@ struct Pick<false, A, B> {
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
   using Tile = FastTile<C>;
-  using L = typename Pick<C::kFused, FusedLoad<C>, PlainLoad<C>>::type;
+  using L = typename Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;

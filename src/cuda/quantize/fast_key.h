@@ -31,8 +31,11 @@ inline constexpr int kFirstGated = 7;    // swiglu, geglu, reglu
 constexpr int fuse_bits(int activation, bool dact, bool dbias) {
   return activation | (dact ? kFuseDact : 0) | (dbias ? kFuseDbias : 0);
 }
-// The dtype the tile quantizes: fused kernels hold y as fp32.
-constexpr int compute_dtype(const FastKey& k) { return k.fuse ? 0 : k.dtype; }
+// Whether a fused kernel transforms its input (an activation or dact): then the tile holds y as
+// fp32. dbias alone quantizes the input words as loaded, like a plain kernel.
+constexpr bool transforms(const FastKey& k) { return (k.fuse & (kFuseActMask | kFuseDact)) != 0; }
+// The dtype the tile quantizes.
+constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
 
 struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
@@ -77,7 +80,7 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
   // Fused: the input words of two tiles (and of their gate / act_input halves) plus y as fp32.
   const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
-  g.max_regs = rows ? (k.fuse ? (two_inputs ? 128 : 96) : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  g.max_regs = rows ? (k.fuse ? (two_inputs ? 128 : transforms(k) ? 96 : 80) : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
   return g;
