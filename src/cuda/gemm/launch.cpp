@@ -55,7 +55,7 @@ std::string cublaslt_why_not(const GemmCall& call, const QuantizedTensor& a, con
     return "cuBLASLt takes B's 128x128 scales row_major with K % 512 == 0 (K=" + std::to_string(k) + ")";
   if (b.recipe.block_rows == 1 && (b.recipe.layout != ScaleLayout::mn_major_tma || n % 4 != 0))
     return "cuBLASLt takes B's 1x128 scales in layout mn_major_tma with N % 4 == 0 (N=" + std::to_string(n) + ")";
-  if (k % 16 != 0) return "cuBLASLt needs K % 16 == 0 (K=" + std::to_string(k) + ")";
+  if (k == 0 || k % 16 != 0) return "cuBLASLt needs K > 0 and K % 16 == 0 (K=" + std::to_string(k) + ")";
   if (opt.bias) return "cuBLASLt's block-scaled GEMM is called without a bias epilogue here";
   if (call.c.data && call.d.dtype != DType::float32) return "cuBLASLt adds C only to an fp32 D";
   const int64_t esz = call.d.dtype == DType::float32 ? 4 : 2;
