@@ -20,7 +20,9 @@ def main(bench_path, peer_path, status_path):
         if r["recipe"].startswith("copy"):
             continue
         key = r["recipe"].split(":layout")[0] if r["recipe"].startswith("fp8_block_1x128:layout") else r["recipe"]
-        p = peer.get((key, r["shape"])) if not r["note"].startswith("given") else None
+        # the peer formula is the plain recipe's: no peer for given-amax or fused rows
+        plain = not r["note"].startswith("given") and not r["note"].startswith("fused")
+        p = peer.get((key, r["shape"])) if plain else None
         pg = f"{p['gbps']:12.1f}" if p else f"{'-':>12s}"
         pr = f"{r['gbps'] / p['gbps']:7.2f}" if p else f"{'-':>7s}"
         print(f"{r['recipe']:46s} {r['shape']:11s} {r['note']:22s} {r['gbps']:9.1f} {r['copy_gbps']:9.1f} "
