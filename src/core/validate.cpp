@@ -96,7 +96,8 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
 
 namespace {
 // A GEMM operand: block-scaled E4M3, rowwise (K-major), 1 x 128 or (B only) 128 x 128 blocks.
-void check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
+// Returns its scale geometry.
+num::ScaleGeometry check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
   const Recipe& r = q.recipe;
   const bool blocks_ok = r.block_cols == 128 && (r.block_rows == 1 || (allow_2d && r.block_rows == 128));
   if (r.scheme != Scheme::fp8_block || r.elem != ElemFormat::e4m3fn || !blocks_ok || !r.has_rowwise())
@@ -105,18 +106,21 @@ void check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
   need.col_data = need.col_scales = need.global_scale = need.amax = {};
   check_buffers(q, need, [&] { return std::string(name) + " (" + r.name() + ")"; });
+  return need.scales.geometry;
 }
 }  // namespace
 
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& dv, const GemmOptions& opt) {
-  check_gemm_operand(a, "a", false);
-  check_gemm_operand(b, "b", true);
+  const num::ScaleGeometry a_scales = check_gemm_operand(a, "a", false);
+  const num::ScaleGeometry b_scales = check_gemm_operand(b, "b", true);
   if (a.cols != b.cols)
     fail_arg("gemm: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and b is (" +
              std::to_string(b.rows) + ", " + std::to_string(b.cols) + "); both must be K-major with the same K");
   if (!(a.device == b.device))
     fail_arg("gemm: a.device=" + a.device.str() + " differs from b.device=" + b.device.str());
   GemmCall c;
+  c.a_scales = a_scales;
+  c.b_scales = b_scales;
   c.d = as_matrix(dv, "d");
   if (c.d.dtype != DType::float32 && c.d.dtype != DType::bfloat16)
     fail_arg(std::string("gemm: d.dtype=") + dtype_name(c.d.dtype) + " is not supported; expected float32 or bfloat16");

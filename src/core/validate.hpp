@@ -40,6 +40,7 @@ QuantizeCall check_quantize(const TensorView& x, const QuantizedTensor& out, con
 // A GEMM call, validated: D and (optionally) C as matrices.
 struct GemmCall {
   Matrix d, c;
+  num::ScaleGeometry a_scales, b_scales;  // the operands' scale layouts, as planned in validation
 };
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& opt);
 

@@ -15,18 +15,14 @@ namespace mxq::cpu {
 namespace {
 
 // Operand rows decoded to fp64: value (r, k) = decode(code) * scale of its block.
-std::vector<double> decode_operand(const QuantizedTensor& q) {
-  const QuantizedLayout L = plan(q.recipe, q.rows, q.cols);
-  const num::ScaleGeometry& g = L.scales.geometry;
+std::vector<double> decode_operand(const QuantizedTensor& q, const num::ScaleGeometry& g) {
   const auto* codes = static_cast<const uint8_t*>(q.data.data);
   const bool fp32 = q.recipe.scale_type == ScaleType::float32 && q.recipe.layout != ScaleLayout::packed_ue8m0;
   const int br = q.recipe.block_rows, bc = q.recipe.block_cols;
   std::vector<double> v(size_t(q.rows * q.cols));
   for (int64_t r = 0; r < q.rows; ++r)
     for (int64_t k = 0; k < q.cols; ++k) {
-      const int64_t off = num::scale_offset(g, r / br, k / bc);
-      const uint32_t stored = fp32 ? static_cast<const uint32_t*>(q.scales.data)[off]
-                                   : static_cast<const uint8_t*>(q.scales.data)[off];
+      const uint32_t stored = num::stored_scale_at(q.scales.data, g, fp32, r / br, k / bc);
       const double s = num::block_decode_scale(q.recipe.scheme, q.recipe.scale_type == ScaleType::ue8m0, stored);
       v[size_t(r * q.cols + k)] = double(num::decode(codes[r * q.cols + k], q.recipe.elem)) * s;
     }
@@ -36,7 +32,7 @@ std::vector<double> decode_operand(const QuantizedTensor& q) {
 }  // namespace
 
 void gemm(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
-  const std::vector<double> av = decode_operand(a), bv = decode_operand(b);
+  const std::vector<double> av = decode_operand(a, call.a_scales), bv = decode_operand(b, call.b_scales);
   const int64_t m = a.rows, n = b.rows, k = a.cols;
   const Matrix& d = call.d;
   auto rows = [&](int64_t r0, int64_t r1) {

@@ -37,6 +37,20 @@ class DeviceGuard {
   bool changed_ = false;
 };
 
+// Relaxes this thread's stream-capture mode for a scope: calls that enqueue nothing but that a
+// capturing thread may not make (module loads, handle and workspace creation) can then run when
+// a first call comes inside CUDA-graph capture (torch.compile's CUDA graphs).
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 // Throws unless `d` is a CUDA device the precompiled kernels run on (sm_90: they are built for
 // sm_90a). The message names the device, its architecture and the way out.
 void require_supported_device(const Device& d, const char* op);

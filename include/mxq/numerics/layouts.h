@@ -60,4 +60,11 @@ MXQ_HD int64_t scale_offset(const ScaleGeometry& g, int64_t i, int64_t j) {
   }
 }
 
+// The stored scale of block (i, j) in layout g: an fp32 word's bits, or one byte (UE8M0 and
+// UE4M3 scales; packed_ue8m0's int32 words hold four and are addressed by byte).
+MXQ_HD uint32_t stored_scale_at(const void* scales, const ScaleGeometry& g, bool fp32_words, int64_t i, int64_t j) {
+  const int64_t off = scale_offset(g, i, j);
+  return fp32_words ? static_cast<const uint32_t*>(scales)[off] : static_cast<const uint8_t*>(scales)[off];
+}
+
 }  // namespace mxq::num

@@ -34,12 +34,6 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], 
   d[3] += s3;
 }
 
-__device__ __forceinline__ float operand_scale(const GemmOperand& o, int64_t row, int64_t kb) {
-  const int64_t off = num::scale_offset(o.geom, row / o.block_rows, kb);
-  if (o.fp32_scales) return static_cast<const float*>(o.scales)[off];
-  return num::decode_e8m0(static_cast<const uint8_t*>(o.scales)[off]);
-}
-
 __device__ __forceinline__ uint4 load16(const uint8_t* base, int64_t row, int64_t rows, int64_t k, int64_t at) {
   return row < rows ? __ldg(reinterpret_cast<const uint4*>(base + row * k + at)) : uint4{0u, 0u, 0u, 0u};
 }
@@ -60,8 +54,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_decode_kernel(const GemmPara
       w[h][1] = load16(p.b.codes, n0 + g + 8, p.n, p.k, kb * 128 + h * 64 + q * 16);
     }
     float sb[2];
-    sb[0] = n0 + g < p.n ? operand_scale(p.b, n0 + g, kb) : 0.0f;
-    sb[1] = n0 + g + 8 < p.n ? operand_scale(p.b, n0 + g + 8, kb) : 0.0f;
+    sb[0] = n0 + g < p.n ? gemm_operand_scale(p.b, n0 + g, kb) : 0.0f;
+    sb[1] = n0 + g + 8 < p.n ? gemm_operand_scale(p.b, n0 + g + 8, kb) : 0.0f;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
       const int64_t m = int64_t(mt) * 8 + g;  // this thread's activation row (MMA column)
@@ -77,8 +71,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_decode_kernel(const GemmPara
       }
       // part[0..1]: weight row g, activation rows 8 mt + 2q, +1; part[2..3]: weight row g + 8
       const int64_t m0 = int64_t(mt) * 8 + 2 * q;
-      const float sa0 = m0 < p.m ? operand_scale(p.a, m0, kb) : 0.0f;
-      const float sa1 = m0 + 1 < p.m ? operand_scale(p.a, m0 + 1, kb) : 0.0f;
+      const float sa0 = m0 < p.m ? gemm_operand_scale(p.a, m0, kb) : 0.0f;
+      const float sa1 = m0 + 1 < p.m ? gemm_operand_scale(p.a, m0 + 1, kb) : 0.0f;
       acc[mt][0] = __fmaf_rn(part[0], sb[0] * sa0, acc[mt][0]);
       acc[mt][1] = __fmaf_rn(part[1], sb[0] * sa1, acc[mt][1]);
       acc[mt][2] = __fmaf_rn(part[2], sb[1] * sa0, acc[mt][2]);

@@ -13,12 +13,6 @@ namespace {
 
 constexpr int kTile = 16;
 
-__device__ float operand_scale(const GemmOperand& o, int64_t row, int64_t kb) {
-  const int64_t off = num::scale_offset(o.geom, row / o.block_rows, kb);
-  if (o.fp32_scales) return static_cast<const float*>(o.scales)[off];
-  return num::decode_e8m0(static_cast<const uint8_t*>(o.scales)[off]);
-}
-
 __global__ void gemm_generic_kernel(const GemmParams p) {
   __shared__ float lut[256];  // e4m3fn code -> value
   for (int i = threadIdx.y * kTile + threadIdx.x; i < 256; i += kTile * kTile)
@@ -33,7 +27,7 @@ __global__ void gemm_generic_kernel(const GemmParams p) {
     float part = 0.0f;
     const int64_t k1 = k0 + 128 < p.k ? k0 + 128 : p.k;
     for (int64_t t = k0; t < k1; ++t) part = __fmaf_rn(lut[x[t]], lut[y[t]], part);
-    acc = __fmaf_rn(part, operand_scale(p.a, i, kb) * operand_scale(p.b, j, kb), acc);
+    acc = __fmaf_rn(part, gemm_operand_scale(p.a, i, kb) * gemm_operand_scale(p.b, j, kb), acc);
   }
   float out = p.alpha * acc;
   if (p.c) out += p.c[i * p.c_stride + j];

@@ -30,9 +30,8 @@ namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-cuda::GemmOperand operand(const QuantizedTensor& q) {
-  const QuantizedLayout L = plan_for("gemm", q.recipe, q.rows, q.cols);
-  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, L.scales.geometry, q.recipe.block_rows,
+cuda::GemmOperand operand(const QuantizedTensor& q, const num::ScaleGeometry& g) {
+  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, g, q.recipe.block_rows,
           q.recipe.scale_type == ScaleType::float32 && q.recipe.layout != ScaleLayout::packed_ue8m0};
 }
 
@@ -90,13 +89,6 @@ struct DeviceLt {
 std::mutex g_lt_mu;
 std::map<int, DeviceLt> g_lt;
 
-// Creating a handle or a workspace during CUDA-graph capture: allowed for this thread only.
-struct RelaxedCapture {
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
-  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
-};
-
 void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
                   cudaStream_t stream) {
   const int64_t m = a.rows, n = b.rows, k = a.cols;
@@ -104,7 +96,7 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
   std::lock_guard<std::mutex> lock(g_lt_mu);
   DeviceLt& dev = g_lt[call.d.device.index];
   if (!dev.handle) {
-    RelaxedCapture relaxed;
+    cuda::RelaxedCapture relaxed;
     check_lt(cublasLtCreate(&dev.handle), "handle creation");
     cuda::check_cuda(cudaMalloc(&dev.workspace, kWorkspace), "gemm: cuBLASLt workspace");
   }
@@ -215,8 +207,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
   }
   cuda::GemmParams p{};
-  p.a = operand(a);
-  p.b = operand(b);
+  p.a = operand(a, call.a_scales);
+  p.b = operand(b, call.b_scales);
   p.m = a.rows;
   p.n = b.rows;
   p.k = a.cols;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "mxq/numerics/layouts.h"
+#include "mxq/numerics/recipes.h"
 
 namespace mxq::cuda {
 
@@ -16,6 +17,12 @@ struct GemmOperand {
   int block_rows;         // 1 or 128 (the scale of row r is at block row r / block_rows)
   bool fp32_scales;       // fp32 words, else UE8M0 bytes (packed_ue8m0: 4 per int32)
 };
+
+// The decode multiplier of the block holding (row, K block kb) of an operand.
+MXQ_HD float gemm_operand_scale(const GemmOperand& o, int64_t row, int64_t kb) {
+  return num::block_decode_scale(num::Scheme::fp8_block, !o.fp32_scales,
+                                 num::stored_scale_at(o.scales, o.geom, o.fp32_scales, row / o.block_rows, kb));
+}
 
 struct GemmParams {
   GemmOperand a, b;

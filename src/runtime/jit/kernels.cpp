@@ -122,15 +122,7 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return functions().get(pack_key(key, arch, device), [&] {
     const Compiled& c = compiled(key, arch);
-    // A first call may come inside CUDA-graph capture (torch.compile's CUDA graphs): loading a
-    // module enqueues nothing, but a capturing thread may not make such calls unless it relaxes
-    // its capture mode for them, which it does here and only here.
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    cudaThreadExchangeStreamCaptureMode(&mode);
-    struct Restore {
-      cudaStreamCaptureMode& m;
-      ~Restore() { cudaThreadExchangeStreamCaptureMode(&m); }
-    } restore{mode};
+    cuda::RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
     cuda::check_cuda(cudaSetDevice(device), "cudaSetDevice");  // the primary context, current for the driver API
     Loaded l{};
     check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + key_text(key));
