@@ -11,6 +11,7 @@
 #   MXQ_SASS=REGEX ...                            SASS of the matching bf16 fast kernels
 #   MXQ_GPU_TEST_FILTER='GpuFused.*' ...          gtest filter of the GPU tests (default all)
 #   MXQ_SANITIZE_FILTER='GpuFused.*' ...          gtest filter of memcheck (default all)
+#   MXQ_RACECHECK_FILTER='*' ...                  gtest filter of racecheck (default two quantize tests)
 #   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
 #   MXQ_GEMM_BENCH_ARGS=--quick ...               two GEMM shapes only
 # The device tool stops a command at 600 s: split a full check over calls with these.
@@ -55,7 +56,7 @@ if [ -z "${MXQ_SKIP_SANITIZER:-}" ]; then
   for tool in ${MXQ_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
     case $tool in
       memcheck) san memcheck "${MXQ_SANITIZE_FILTER:-*}" ;;
-      racecheck) san racecheck 'GpuQuantize.BitExactSpecialValues:GpuQuantize.RandomShapes' ;;
+      racecheck) san racecheck "${MXQ_RACECHECK_FILTER:-GpuQuantize.BitExactSpecialValues:GpuQuantize.RandomShapes}" ;;
       *) san "$tool" 'GpuQuantize.BitExactSpecialValues' ;;
     esac
   done

@@ -1,6 +1,6 @@
 // Block-scaled FP8 GEMM on the GPU through mxq::gemm, issue 6's shapes (src/cli/bench_gemm.cpp,
-// also `mxq bench gemm`): cublaslt (cuBLASLt, the peer our kernels must beat) on every shape,
-// and cuda-aot (our decode kernel; the generic one where it cannot run) up to M = 64.
+// also `mxq bench gemm`): cublaslt (cuBLASLt, the peer our kernels must beat) and cuda-aot (our
+// wgmma kernel at promote_k 32 and 128, the decode kernel for M <= 64) on every shape.
 #include <cstdio>
 #include <cstring>
 
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   }
   auto shapes = cli::gemm_bench_shapes();
   if (quick) shapes = {{1, 7168, 7168}, {128, 7168, 7168}, {4096, 7168, 7168}};
-  const auto rows = cli::bench_gemm(shapes, {{Backend::cublaslt, 0}, {Backend::cuda_aot, 64}});
+  const auto rows = cli::bench_gemm(shapes, {{Backend::cublaslt, 32}, {Backend::cuda_aot, 32}, {Backend::cuda_aot, 128}});
   std::fputs(cli::gemm_bench_table(rows).c_str(), stdout);
   return 0;
 }

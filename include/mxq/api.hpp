@@ -115,12 +115,21 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 // code * scale and rounds once. On CUDA tensors, auto and cublaslt run cuBLASLt's block-scaled
 // FP8 GEMM (CUDA >= 12.9) when it takes the call: fp32 scales, A's in layout mn_major_tma with
 // M % 4 == 0, B's 128 x 128 row_major with K % 512 == 0 or 1 x 128 mn_major_tma with N % 4 == 0,
-// K % 16 == 0, 16-byte aligned operands and row strides, no bias, C only with an fp32 D. Every
-// other call runs the generic CUDA kernel (correct for any shape, not fast; under auto that is a
-// fallback, which strict mode refuses). Our own tensor-core kernel is issue 6's next step.
+// K % 16 == 0, 16-byte aligned operands and row strides, no bias, C only with an fp32 D.
+// Our kernels (cuda-aot; auto prefers them): the TMA + wgmma kernel when A's scales are fp32 in
+// layout mn_major_tma, B's 128 x 128 fp32 (any layout), K % 16 == 0 and A, B and A's scales are
+// 16-byte aligned (any M, N; under auto for M > 64); the swap-AB decode kernel for M <= 64 with
+// K % 128 == 0; the generic kernel (correct for any shape, not fast; under auto a fallback,
+// which strict mode refuses) for the rest.
 struct GemmOptions {
   Backend backend = Backend::automatic;
   float alpha = 1.0f;
+  // K extent of each tensor-core partial sum before it is scaled into the fp32 accumulators (the
+  // wgmma kernel): 32, 64 or 128. The tensor cores add FP8 products in a format narrower than
+  // fp32 (about 14 bits, DeepSeek-V3 section 3.3.2), so a shorter run is more accurate and costs
+  // FMAs: on the H200 (bench/RESULTS.md), 32 keeps the fp32 relative error under 2e-4 and 128
+  // (DeepGEMM's interval; cuBLASLt's accuracy, 3.4e-4) is 1.5x faster. Other kernels ignore it.
+  int promote_k = 32;
   const TensorView* c = nullptr;
   const float* bias = nullptr;
   void* stream = nullptr;

@@ -393,6 +393,7 @@ mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int6
         opt.bias = static_cast<const float*>(bb.data);
       }
       opt.stream = options->stream;
+      opt.promote_k = options->promote_k;
     }
     gemm(qa, qb, dv, opt);
   });

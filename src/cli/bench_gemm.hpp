@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <utility>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ struct GemmBenchRow {
   int64_t m, n, k;
   std::string backend, kernel, error;  // error: why the shape did not run on that backend
   double us, tflops, peak_pct, weight_gbps;
+  double vs_cublaslt;  // cuBLASLt's time over this row's on the same shape (0: not measured)
 };
 
 // Issue 6's shapes: M in {1, 16, 64, 128, 1024, 4096} x (N, K) of DeepSeek V3's projections, and 8192^3.
@@ -23,10 +25,9 @@ std::vector<std::array<int64_t, 3>> gemm_bench_shapes();
 std::array<int64_t, 3> parse_gemm_shape(const std::string& text);
 
 // A 1x128 (mn_major_tma) x B 128x128, bf16 D, operands quantized on GPU 0 by mxq::quantize;
-// device time per call under CUDA-graph replay. `max_m_for` limits a backend to M <= the value
-// (the generic and decode kernels are not for large M); 0 = no limit.
+// device time per call under CUDA-graph replay.
 std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& shapes,
-                                     const std::vector<std::pair<Backend, int64_t>>& backends);
+                                     const std::vector<std::pair<Backend, int>>& backends);  // (backend, promote_k)
 
 std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows);
 

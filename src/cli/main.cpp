@@ -55,16 +55,17 @@ int run_info(bool as_json) {
   return 0;
 }
 
-int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::string& backend_list, bool as_json) {
+int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::string& backend_list, int promote_k,
+                   bool as_json) {
   std::vector<std::array<int64_t, 3>> shapes;
   for (const auto& t : shape_texts) shapes.push_back(mxq::cli::parse_gemm_shape(t));
   if (shapes.empty()) shapes = mxq::cli::gemm_bench_shapes();
-  std::vector<std::pair<mxq::Backend, int64_t>> backends;
+  std::vector<std::pair<mxq::Backend, int>> backends;
   for (size_t at = 0; at <= backend_list.size();) {
     const size_t end = std::min(backend_list.find(',', at), backend_list.size());
     const mxq::Backend b = mxq::parse_backend(backend_list.substr(at, end - at), "--backends");
     if (b == mxq::Backend::cpu) mxq::fail_arg("--backends: cpu is the fp64 reference, not a GPU backend to time");
-    backends.push_back({b, b == mxq::Backend::cuda_aot || b == mxq::Backend::cuda_jit ? 64 : 0});
+    backends.push_back({b, promote_k});
     at = end + 1;
   }
   if (mxq::runtime::cuda_device_count() == 0)
@@ -78,7 +79,7 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
   json j = json::array();
   for (const auto& r : rows)
     j.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"backend", r.backend}, {"ran", r.kernel}, {"error", r.error},
-                 {"us", r.us}, {"tflops", r.tflops}, {"peak_pct", r.peak_pct}, {"weight_gbps", r.weight_gbps}});
+                 {"us", r.us}, {"tflops", r.tflops}, {"peak_pct", r.peak_pct}, {"weight_gbps", r.weight_gbps}, {"vs_cublaslt", r.vs_cublaslt}});
   std::cout << j.dump(2) << "\n";
   return 0;
 }
@@ -175,7 +176,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> bshapes;
   std::string bbackends = "cublaslt,cuda-aot";
   bgemm->add_option("shapes", bshapes, "MxNxK shapes (default: issue 6's DeepSeek V3 shapes and 8192^3)");
-  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours; up to M = 64), auto");
+  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), auto");
+  int bpromote = 32;
+  bgemm->add_option("--promote-k", bpromote, "GemmOptions::promote_k of our wgmma kernel: 32, 64 or 128");
   bgemm->add_flag("--json", as_json, "machine-readable output");
 
   CLI11_PARSE(app, argc, argv);
@@ -206,7 +209,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
-    if (*bgemm) return run_bench_gemm(bshapes, bbackends, as_json);
+    if (*bgemm) return run_bench_gemm(bshapes, bbackends, bpromote, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);
       const auto L = mxq::plan(r, rows, cols);

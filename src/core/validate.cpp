@@ -137,6 +137,8 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
                std::to_string(c.c.cols) + ") on " + c.c.device.str());
   }
   if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + std::to_string(opt.alpha) + " must be finite");
+  if (opt.promote_k != 32 && opt.promote_k != 64 && opt.promote_k != 128)
+    fail_arg("gemm: options.promote_k=" + std::to_string(opt.promote_k) + "; expected 32, 64 or 128");
   return c;
 }
 

@@ -55,7 +55,9 @@ class RelaxedCapture {
 // sm_90a). The message names the device, its architecture and the way out.
 void require_supported_device(const Device& d, const char* op);
 int sm_count(int device);
-int arch_of(int device);  // major * 10 + minor, from the per-process device list
+int arch_of(int device);
+// A driver API function through the runtime (the library links no libcuda), or null.
+void* driver_entry_point(const char* name, int version);  // major * 10 + minor, from the per-process device list
 
 // Throws unless p (when not null) is device or managed memory of device d; `what` names the
 // argument. Allocation ranges already checked are remembered per thread, so that a warm call

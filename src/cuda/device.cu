@@ -84,19 +84,21 @@ thread_local int t_next_range = 0;
 
 using GetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 GetAddressRange address_range_fn() {
-  static const GetAddressRange fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12080, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return GetAddressRange(nullptr);
-    }
-    return reinterpret_cast<GetAddressRange>(f);
-  }();
+  static const auto fn = reinterpret_cast<GetAddressRange>(driver_entry_point("cuMemGetAddressRange", 12080));
   return fn;
 }
 }  // namespace
+
+void* driver_entry_point(const char* name, int version) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &f, version, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return f;
+}
 
 void check_device_pointer(const void* p, const Device& d, const char* what) {
   if (!p) return;

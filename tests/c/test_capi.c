@@ -482,6 +482,9 @@ static void test_gemm_exact(void) {
     }
   check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N - 1, &td.t, NULL), MXQ_ERROR_INVALID_ARGUMENT, "expected (M, N)",
               "d of the wrong shape");
+  o.promote_k = 48;
+  check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
+              "options.promote_k=48; expected 32, 64 or 128", "promote_k not 32, 64 or 128");
   quantized_free(&qa);
   quantized_free(&qb);
   mxq_recipe_destroy(ra);

@@ -23,6 +23,8 @@ namespace mxq::cuda {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
 bool gemm_decode_takes(int64_t m, int64_t k);
 cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream);
+bool gemm_wgmma_takes(const GemmParams& p);
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int sms, int group, cudaStream_t stream);
 }
 
 namespace mxq::runtime {
@@ -182,16 +184,29 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     record_dispatch("gemm", be == Backend::automatic ? Backend::cuda_aot : be, "empty");
     return;
   }
-  // Kernels: cuBLASLt where it takes the call, our swap-AB decode kernel for M <= 64 (K % 128
-  // == 0, 16-byte aligned operands) where it does not (M % 4 != 0 above all: decode's M = 1),
-  // and the generic kernel for everything else. Measured on the H200 (bench_gemm_gpu,
-  // 2026-12-01): decode beats the generic kernel 23x at M = 1 but trails cuBLASLt from M = 16,
-  // so auto asks cuBLASLt first. Our large-M tensor-core kernel is issue 6's next step.
+  cuda::GemmParams p{};
+  p.a = operand(a, call.a_scales);
+  p.b = operand(b, call.b_scales);
+  p.m = a.rows;
+  p.n = b.rows;
+  p.k = a.cols;
+  p.alpha = opt.alpha;
+  p.c = static_cast<const float*>(call.c.data);
+  p.c_stride = call.c.row_stride;
+  p.bias = opt.bias;
+  p.d = call.d.data;
+  p.d_stride = call.d.row_stride;
+  p.d_bf16 = call.d.dtype == DType::bfloat16;
+  // Our kernels: the TMA + wgmma kernel (M > 64, or where decode cannot run), the swap-AB decode
+  // kernel for M <= 64 (K % 128 == 0, 16-byte aligned operands), and the generic kernel for the
+  // layouts neither takes. auto runs the wgmma kernel where it takes the call; otherwise
+  // cuBLASLt (faster than decode from M = 16 on the H200), then decode, then generic.
   const int64_t m = a.rows, k = a.cols;
   const bool decode = cuda::gemm_decode_takes(m, k) && aligned16(a.data.data) && aligned16(b.data.data);
-  const char* own = decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
+  const bool wgmma = !decode && cuda::gemm_wgmma_takes(p);
+  const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
-  if (be == Backend::automatic || be == Backend::cublaslt) {
+  if (be == Backend::cublaslt || (be == Backend::automatic && !wgmma)) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
@@ -206,19 +221,15 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   } else if (be == Backend::cuda_jit) {
     fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
   }
-  cuda::GemmParams p{};
-  p.a = operand(a, call.a_scales);
-  p.b = operand(b, call.b_scales);
-  p.m = a.rows;
-  p.n = b.rows;
-  p.k = a.cols;
-  p.alpha = opt.alpha;
-  p.c = static_cast<const float*>(call.c.data);
-  p.c_stride = call.c.row_stride;
-  p.bias = opt.bias;
-  p.d = call.d.data;
-  p.d_stride = call.d.row_stride;
-  p.d_bf16 = call.d.dtype == DType::bfloat16;
+  if (wgmma) {
+    cuda::check_cuda(cuda::launch_gemm_wgmma(p, cuda::sm_count(call.d.device.index), opt.promote_k / 32, stream),
+                     "gemm kernel launch");
+    record_dispatch("gemm", Backend::cuda_aot,
+                    opt.promote_k == 32   ? "wgmma 128x128 TMA warp-specialized, promote-k 32"
+                    : opt.promote_k == 64 ? "wgmma 128x128 TMA warp-specialized, promote-k 64"
+                                          : "wgmma 128x128 TMA warp-specialized, promote-k 128");
+    return;
+  }
   if (decode) {
     cuda::check_cuda(cuda::launch_gemm_decode(p, stream), "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot, "swap-AB decode");
