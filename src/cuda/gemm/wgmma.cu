@@ -38,8 +38,8 @@ constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA;  // what TMA wri
 // The epilogue stages each consumer's 64 x 128 results here (64 columns at a time for fp32 D),
 // rows padded by 16 bytes so that the fragment writes hit 32 different banks.
 constexpr uint32_t kOutRow = 256 + 16, kOutBytes = 64 * kOutRow;
-constexpr size_t kSmemBytes =
-    size_t(kStages) * (kStageBytes + sizeof(float)) + kConsumers * kOutBytes + 2 * kStages * sizeof(uint64_t) + 1024;
+constexpr size_t kSmemBytes = size_t(kStages) * (kStageBytes + sizeof(float)) + kConsumers * kOutBytes +
+                              2 * kStages * sizeof(uint64_t) + 1024;
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
 // blocks (16-byte rows), A's scales (TMA: 16-byte aligned), the mbarriers (8), B's scales.
 static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kOutBytes % 16 == 0 && kTileScaleA % 16 == 0,
@@ -101,8 +101,7 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
         const float v1 = finish(p, acc[4 * j + 2 * h + 1], row0 + r, col0 + cl + 1);
         uint8_t* at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
         if constexpr (sizeof(T) == 2)
-          *reinterpret_cast<uint32_t*>(at) =
-              uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
+          *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
         else
           *reinterpret_cast<float2*>(at) = float2{v0, v1};
       }
@@ -187,118 +186,67 @@ __global__ void __launch_bounds__(kThreads, 1)
     tile_at(t, m_blocks, n_blocks, mb, nb);
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    // The stage of K block kb (waited for) and its two scale products.
-    struct Block {
-      uint32_t stage;
-      float s0, s1;
-    };
-    auto wait_block = [&]() {
-      const uint32_t st = it % kStages, phase = (it / kStages) & 1;
-      ++it;
-      mbar_wait(&full[st], phase);
-      const float sb = scales_b[st];
-      return Block{st, scales_a[st * kBM + row_in_tile] * sb, scales_a[st * kBM + row_in_tile + 8] * sb};
-    };
-    auto release_stage = [&](uint32_t st) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[st]);
-    };
-    if constexpr (kGroup == 4) {
-      // Block kb's four MMAs run while block kb - 1's sums are promoted: two sets of group
-      // accumulators in a fixed alternation (straight-line code, so that ptxas can see which
-      // registers each MMA group writes and keeps them asynchronous).
-      auto issue = [&](float(&d)[64], uint32_t st) {
-        const uint8_t* a = tiles_a + st * kTileA + c * 64 * kBK;
-        const uint8_t* b = tiles_b + st * kTileB;
+    for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
+      const uint32_t s = it % kStages, phase = (it / kStages) & 1;
+      mbar_wait(&full[s], phase);
+      const float sb = scales_b[s];
+      const float s0 = scales_a[s * kBM + row_in_tile] * sb, s1 = scales_a[s * kBM + row_in_tile + 8] * sb;
+      const uint8_t* a = tiles_a + s * kTileA + c * 64 * kBK;
+      const uint8_t* b = tiles_b + s * kTileB;
+      auto mma = [&](float(&d)[64], int step, bool accumulate) {
+        wgmma_m64n128k32_e4m3(d, desc_k_major_sw128(a + step * 32), desc_k_major_sw128(b + step * 32), accumulate);
+      };
+      auto release = [&] {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+      };
+      if constexpr (kGroup == 4) {
         wgmma_fence();
 #pragma unroll
-        for (int step = 0; step < 4; ++step)
-          wgmma_m64n128k32_e4m3(d, desc_k_major_sw128(a + step * 32), desc_k_major_sw128(b + step * 32), step > 0);
+        for (int step = 0; step < 4; ++step) mma(part0, step, step > 0);
         wgmma_commit();
-      };
-      Block prev = wait_block();
-      issue(part0, prev.stage);
-      int64_t kb = 1;
-      while (true) {
-        if (kb == k_blocks) {
-          wgmma_wait<0>();
-          release_stage(prev.stage);
-          promote(acc, part0, prev.s0, prev.s1);
-          break;
-        }
-        Block cur = wait_block();
-        issue(part1, cur.stage);
+        wgmma_wait<0>();
+        release();
+        promote(acc, part0, s0, s1);
+      } else if constexpr (kGroup == 2) {
+        wgmma_fence();
+        mma(part0, 0, false);
+        mma(part0, 1, true);
+        wgmma_commit();
+        mma(part1, 2, false);
+        mma(part1, 3, true);
+        wgmma_commit();
         wgmma_wait<1>();
-        release_stage(prev.stage);
-        promote(acc, part0, prev.s0, prev.s1);
-        prev = cur;
-        if (++kb == k_blocks) {
-          wgmma_wait<0>();
-          release_stage(prev.stage);
-          promote(acc, part1, prev.s0, prev.s1);
-          break;
-        }
-        cur = wait_block();
-        issue(part0, cur.stage);
+        promote(acc, part0, s0, s1);
+        wgmma_wait<0>();
+        release();
+        promote(acc, part1, s0, s1);
+      } else {
+        wgmma_fence();
+        mma(part0, 0, false);
+        wgmma_commit();
+        mma(part1, 1, false);
+        wgmma_commit();
         wgmma_wait<1>();
-        release_stage(prev.stage);
-        promote(acc, part1, prev.s0, prev.s1);
-        prev = cur;
-        ++kb;
-      }
-    } else {
-      for (int64_t kb = 0; kb < k_blocks; ++kb) {
-        const Block blk = wait_block();
-        const uint32_t s = blk.stage;
-        const float s0 = blk.s0, s1 = blk.s1;
-        const uint8_t* a = tiles_a + s * kTileA + c * 64 * kBK;
-        const uint8_t* b = tiles_b + s * kTileB;
-        auto mma = [&](float(&d)[64], int step, bool accumulate) {
-          wgmma_m64n128k32_e4m3(d, desc_k_major_sw128(a + step * 32), desc_k_major_sw128(b + step * 32), accumulate);
-        };
-        auto release = [&] { release_stage(s); };
-        if constexpr (kGroup == 2) {
-          wgmma_fence();
-          mma(part0, 0, false);
-          mma(part0, 1, true);
-          wgmma_commit();
-          mma(part1, 2, false);
-          mma(part1, 3, true);
-          wgmma_commit();
-          wgmma_wait<1>();
-          promote(acc, part0, s0, s1);
-          wgmma_wait<0>();
-          release();
-          promote(acc, part1, s0, s1);
-        } else {
-          wgmma_fence();
-          mma(part0, 0, false);
-          wgmma_commit();
-          mma(part1, 1, false);
-          wgmma_commit();
-          wgmma_wait<1>();
-          promote(acc, part0, s0, s1);
-          wgmma_fence();
-          mma(part0, 2, false);
-          wgmma_commit();
-          wgmma_wait<1>();
-          promote(acc, part1, s0, s1);
-          wgmma_fence();
-          mma(part1, 3, false);
-          wgmma_commit();
-          wgmma_wait<1>();
-          promote(acc, part0, s0, s1);
-          wgmma_wait<0>();
-          release();
-          promote(acc, part1, s0, s1);
-        }
+        promote(acc, part0, s0, s1);
+        wgmma_fence();
+        mma(part0, 2, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        promote(acc, part1, s0, s1);
+        wgmma_fence();
+        mma(part1, 3, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        promote(acc, part0, s0, s1);
+        wgmma_wait<0>();
+        release();
+        promote(acc, part1, s0, s1);
       }
     }
     uint8_t* out = outs + c * kOutBytes;
-    if (p.d_bf16)
-      epilogue<uint16_t>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
-    else
-      epilogue<float>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
+    if (p.d_bf16) epilogue<uint16_t>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
+    else epilogue<float>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
   }
 }
 
@@ -321,8 +269,8 @@ bool make_map(CUtensorMap& map, const void* base, CUtensorMapDataType type, int 
   const cuuint64_t strides[1] = {cuuint64_t(stride) * cuuint64_t(elem)};
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t unit[2] = {1, 1};
-  return encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 template <int kGroup>
@@ -330,14 +278,16 @@ cudaError_t launch(const GemmParams& p, int sms, cudaStream_t stream) {
   static std::once_flag once;
   static cudaError_t attr = cudaSuccess;
   std::call_once(once, [] {
-    attr =
-        cudaFuncSetAttribute(gemm_wgmma_kernel<kGroup>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes));
+    attr = cudaFuncSetAttribute(gemm_wgmma_kernel<kGroup>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                int(kSmemBytes));
   });
   if (attr != cudaSuccess) return attr;
   CUtensorMap ma, mb, msa;
   const int64_t sa_stride = (p.m + 3) / 4 * 4;  // mn_major_tma: each K block's M scales padded to 4
-  if (!make_map(ma, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM, CU_TENSOR_MAP_SWIZZLE_128B) ||
-      !make_map(mb, p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, kBK, kBN, CU_TENSOR_MAP_SWIZZLE_128B) ||
+  if (!make_map(ma, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,
+                CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !make_map(mb, p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, kBK, kBN,
+                CU_TENSOR_MAP_SWIZZLE_128B) ||
       !make_map(msa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, blocks(p.k, kBK), p.m, sa_stride, kBM, 1,
                 CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
@@ -359,12 +309,9 @@ bool gemm_wgmma_takes(const GemmParams& p) {
 
 cudaError_t launch_gemm_wgmma(const GemmParams& p, int sms, int group, cudaStream_t stream) {
   switch (group) {
-    case 1:
-      return launch<1>(p, sms, stream);
-    case 2:
-      return launch<2>(p, sms, stream);
-    default:
-      return launch<4>(p, sms, stream);
+    case 1: return launch<1>(p, sms, stream);
+    case 2: return launch<2>(p, sms, stream);
+    default: return launch<4>(p, sms, stream);
   }
 }
 
