@@ -1,22 +1,19 @@
-// How the Hopper block-scaled FP8 GEMM (issue 6) will run a shape: a pure function of the
-// problem and an architecture description, so that it is unit-tested on any machine and
-// printed by `mxq gemm-plan`. The kernel that consumes it (TMA + wgmma, warp-specialised) is
-// the next step; the rules below are the ones it is being built to.
+// How the CUDA block-scaled FP8 GEMM runs a shape with our kernels: a pure function of the
+// problem and an architecture description, unit-tested on any machine, printed by
+// `mxq gemm-plan`, and the shape rule that gemm() dispatches by (the operands' scale layouts
+// and alignment are checked per call on top: see GemmOptions in mxq/api.hpp). The numbers come
+// from src/cuda/gemm/config.h, which the kernels compile from.
 //
-// Rules (facts from the PTX ISA and DeepGEMM's published design, not its code):
-// - BLOCK_K = 128: one scale block per k-step (four wgmma m64nNk32 FP8 instructions), so the
-//   block scales are applied (promoted into the fp32 accumulators) every 128 of K.
-// - TMA needs 16-byte aligned rows: K % 16 == 0 for the FP8 operands and D's row pitch a multiple
-//   of 16 bytes (N % 8 for bf16, N % 4 for fp32). Other shapes take the generic path (correct
-//   for any M, N, K >= 1, never an error).
-// - M <= 64 (decode): swap A and B, so that N fills wgmma's 64-row side and M is the (small) N
-//   of the instruction (rounded up to 8, the wgmma N granularity); when the N tiles cannot fill
-//   the SMs, K is split across CTAs (reduced in fp32).
-// - Otherwise BLOCK_M is 128 (two consumer warpgroups of 64 rows), BLOCK_N the candidate (16 to
-//   256 in steps of 16, up to N rounded up, leaving room for at least 3 stages) with the fewest
-//   waves over the SMs, then the fullest last wave, then the larger block; stages fill the shared memory that remains after the
-//   epilogue's staging, at most 8; a 2-CTA cluster multicasts B when M spans at least two
-//   BLOCK_M rows and there are at least two waves of tiles.
+// Rules:
+// - sm_90 only (the kernels are sm_90a); any other architecture plans "generic".
+// - "swap-ab" (the decode kernel) for M <= 64 with K % 128 == 0: 16 weight rows per CTA,
+//   block_m = M rounded up to 8, 16, 32 or 64, no split-K.
+// - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
+//   128 x 128 x 128 tiles, 5 stages, no cluster, a persistent grid of min(tiles, SMs) CTAs.
+// - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid
+//   shape, never an error.
+// Not planned yet (issue 6): BLOCK_N chosen per shape for the fewest waves, 2-CTA clusters with
+// TMA multicast, split-K for decode, a wgmma kernel for 1D1D.
 #pragma once
 
 #include <cstdint>

@@ -168,11 +168,11 @@ def test_gemm_plan():
     decode = run("gemm-plan", "1", "7168", "7168", "--json")
     assert decode.returncode == 0, decode.stderr
     p = json.loads(decode.stdout)
-    assert p["path"] == "swap-ab" and p["block_n"] == 8 and p["split_k"] == 2
+    assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 16 and p["tiles"] == 448
     big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)
-    assert big["path"] == "tma-wgmma" and big["block_m"] == 128 and 2 <= big["stages"] <= 8
-    odd = run("gemm-plan", "7", "100", "7168")
-    assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "N=100" in odd.stdout
+    assert big["path"] == "tma-wgmma" and big["block_m"] == 128 and big["block_n"] == 128 and big["stages"] == 5
+    odd = run("gemm-plan", "7", "7168", "100")
+    assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "K=100" in odd.stdout
     bad = run("gemm-plan", "0", "16", "16")
     assert bad.returncode != 0
 

@@ -10,6 +10,7 @@
 // bytes to fragment registers: coalesced 64-byte row segments instead of 4-byte pieces.
 #include <cuda_runtime.h>
 
+#include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/recipes.h"
@@ -17,7 +18,8 @@
 namespace mxq::cuda {
 namespace {
 
-constexpr int kWarps = 8, kRowsN = 16, kMaxM = 64, kMTiles = kMaxM / 8;
+constexpr int kWarps = gemm_config::kDecodeWarps, kRowsN = gemm_config::kDecodeRowsN,
+              kMaxM = gemm_config::kDecodeMaxM;
 
 // d += A . B for one 32-wide step, the step's own sum formed from zero: the tensor cores sum
 // the 32 products of an instruction in a narrower format than fp32, so steps are added in fp32.
@@ -112,13 +114,14 @@ cudaError_t launch(const GemmParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-bool gemm_decode_takes(int64_t m, int64_t k) { return m >= 1 && m <= kMaxM && k % 128 == 0; }
 
 cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream) {
-  if (p.m <= 8) return launch<1>(p, stream);
-  if (p.m <= 16) return launch<2>(p, stream);
-  if (p.m <= 32) return launch<4>(p, stream);
-  return launch<kMTiles>(p, stream);
+  switch (gemm_config::decode_m_tiles(p.m)) {
+    case 1: return launch<1>(p, stream);
+    case 2: return launch<2>(p, stream);
+    case 4: return launch<4>(p, stream);
+    default: return launch<kMaxM / 8>(p, stream);
+  }
 }
 
 }  // namespace mxq::cuda

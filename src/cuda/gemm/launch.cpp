@@ -12,6 +12,7 @@
 #include "cuda/check.hpp"
 #include "cuda/gemm/params.h"
 #include "mxq/error.hpp"
+#include "mxq/gemm_plan.hpp"
 #include "runtime/backends.hpp"
 #include "runtime/settings.hpp"
 
@@ -21,7 +22,6 @@
 
 namespace mxq::cuda {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
-bool gemm_decode_takes(int64_t m, int64_t k);
 cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream);
 bool gemm_wgmma_takes(const GemmParams& p);
 cudaError_t launch_gemm_wgmma(const GemmParams& p, int sms, int group, cudaStream_t stream);
@@ -197,13 +197,20 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d = call.d.data;
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
-  // Our kernels: the TMA + wgmma kernel (M > 64, or where decode cannot run), the swap-AB decode
-  // kernel for M <= 64 (K % 128 == 0, 16-byte aligned operands), and the generic kernel for the
-  // layouts neither takes. auto runs the wgmma kernel where it takes the call; otherwise
-  // cuBLASLt (faster than decode from M = 16 on the H200), then decode, then generic.
-  const int64_t m = a.rows, k = a.cols;
-  const bool decode = cuda::gemm_decode_takes(m, k) && aligned16(a.data.data) && aligned16(b.data.data);
-  const bool wgmma = !decode && cuda::gemm_wgmma_takes(p);
+  // Our kernels, by plan_gemm's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
+  // M <= 64 with K % 128 == 0, the TMA + wgmma kernel for the other 1D2D shapes with K % 16 == 0,
+  // the generic kernel for the rest; each also needs its operand layouts and alignment. auto
+  // runs the wgmma kernel where it takes the call; otherwise cuBLASLt (faster than decode from
+  // M = 16 on the H200), then decode, then generic.
+  const int dev = call.d.device.index, arch = cuda::arch_of(dev);
+  ArchDesc ad;
+  ad.major = arch / 10;
+  ad.minor = arch % 10;
+  ad.sms = cuda::sm_count(dev);
+  const GemmPlan plan = plan_gemm(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1,
+                                  call.d.dtype, ad);
+  const bool decode = plan.path == "swap-ab" && aligned16(a.data.data) && aligned16(b.data.data);
+  const bool wgmma = plan.path == "tma-wgmma" && cuda::gemm_wgmma_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
   if (be == Backend::cublaslt || (be == Backend::automatic && !wgmma)) {
@@ -222,7 +229,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
   }
   if (wgmma) {
-    cuda::check_cuda(cuda::launch_gemm_wgmma(p, cuda::sm_count(call.d.device.index), opt.promote_k / 32, stream),
+    cuda::check_cuda(cuda::launch_gemm_wgmma(p, ad.sms, opt.promote_k / 32, stream),
                      "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot,
                     opt.promote_k == 32   ? "wgmma 128x128 TMA warp-specialized, promote-k 32"

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "cuda/check.hpp"
+#include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
 #include "cuda/gemm/sm90.cuh"
 #include "mxq/numerics/formats.h"
@@ -29,23 +30,18 @@ namespace {
 
 using namespace sm90;
 
-constexpr int kBM = 128, kBN = 128, kBK = 128;
-constexpr int kConsumers = 2;  // warpgroups, 64 rows of the tile each
-constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kStages = 5;
-constexpr uint32_t kTileA = kBM * kBK, kTileB = kBN * kBK, kTileScaleA = kBM * 4;
-constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA;  // what TMA writes per stage
-// The epilogue stages each consumer's 64 x 128 results here (64 columns at a time for fp32 D),
-// rows padded by 16 bytes so that the fragment writes hit 32 different banks.
-constexpr uint32_t kOutRow = 256 + 16, kOutBytes = 64 * kOutRow;
-constexpr size_t kSmemBytes = size_t(kStages) * (kStageBytes + sizeof(float)) + kConsumers * kOutBytes +
-                              2 * kStages * sizeof(uint64_t) + 1024;
+using namespace gemm_config;
+constexpr int kBM = kWgmmaBM, kBN = kWgmmaBN, kBK = kWgmmaBK;
+constexpr int kConsumers = kWgmmaConsumers, kThreads = kWgmmaThreads, kStages = kWgmmaStages;
+constexpr uint32_t kTileA = kWgmmaTileA, kTileB = kWgmmaTileB, kTileScaleA = kWgmmaTileScaleA;
+constexpr uint32_t kStageBytes = kWgmmaStageBytes, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
+constexpr size_t kSmemBytes = size_t(kWgmmaSmemBytes);
+constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
 // blocks (16-byte rows), A's scales (TMA: 16-byte aligned), the mbarriers (8), B's scales.
 static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kOutBytes % 16 == 0 && kTileScaleA % 16 == 0,
               "shared-memory carve-up alignment");
 constexpr int64_t kGroupN = 8;  // tile order: bands of 8 N blocks, M fastest inside a band (L2 reuse)
-constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 
 MXQ_HD int64_t blocks(int64_t x, int64_t b) { return (x + b - 1) / b; }
 

@@ -1,0 +1,32 @@
+// The shapes of the CUDA GEMM kernels, in plain C++: the kernels (wgmma.cu, decode.cu) compile
+// from these numbers and plan_gemm (src/core/gemm_plan.cpp) reports them, so that
+// `mxq gemm-plan` prints what runs.
+#pragma once
+
+#include <cstdint>
+
+namespace mxq::gemm_config {
+
+// The TMA + wgmma kernel: 128 x 128 output tiles, K blocks of 128 (one scale block), a ring of
+// kWgmmaStages shared-memory stages, one producer and two consumer warpgroups.
+constexpr int kWgmmaBM = 128, kWgmmaBN = 128, kWgmmaBK = 128;
+constexpr int kWgmmaConsumers = 2;
+constexpr int kWgmmaThreads = 128 * (1 + kWgmmaConsumers);
+constexpr int kWgmmaStages = 5;
+// Per stage: the A and B tiles and A's 128 scales (what TMA writes), and B's one scale.
+constexpr uint32_t kWgmmaTileA = kWgmmaBM * kWgmmaBK, kWgmmaTileB = kWgmmaBN * kWgmmaBK;
+constexpr uint32_t kWgmmaTileScaleA = kWgmmaBM * 4;
+constexpr uint32_t kWgmmaStageBytes = kWgmmaTileA + kWgmmaTileB + kWgmmaTileScaleA;
+// The epilogue stages each consumer's 64 x 128 results (64 columns at a time for fp32 D), rows
+// padded by 16 bytes so that the fragment writes hit 32 different banks.
+constexpr uint32_t kWgmmaOutRow = 256 + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
+constexpr int64_t kWgmmaSmemBytes = int64_t(kWgmmaStages) * (kWgmmaStageBytes + 4) +
+                                    kWgmmaConsumers * kWgmmaOutBytes + 2 * kWgmmaStages * 8 + 1024;
+
+// The swap-AB decode kernel: 16 weight rows (N) per CTA, 8 warps over the K blocks, M <= 64 in
+// tiles of 8 activation rows.
+constexpr int kDecodeRowsN = 16, kDecodeWarps = 8, kDecodeMaxM = 64;
+constexpr int decode_m_tiles(int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : kDecodeMaxM / 8; }
+constexpr int64_t decode_smem_bytes(int64_t m) { return int64_t(kDecodeWarps) * decode_m_tiles(m) * 8 * kDecodeRowsN * 4; }
+
+}  // namespace mxq::gemm_config
