@@ -34,6 +34,11 @@ def test_alpha_c_bias_and_bf16():
 
 def test_gemm_errors():
     qa = mxq.quantize(ints((8, 128)), "fp8_block_1x128")
+    qb = mxq.quantize(ints((8, 128)), "fp8_block_128x128")
+    for bad in (0, 48, 256):
+        with pytest.raises(ValueError, match=f"options.promote_k={bad}; expected 32, 64 or 128"):
+            mxq.gemm(qa, qb, promote_k=bad)
+    np.testing.assert_array_equal(mxq.gemm(qa, qb, promote_k=128), mxq.gemm(qa, qb))  # the fp64 reference ignores it
     with pytest.raises(ValueError, match="a.recipe=mxfp8"):
         mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
     with pytest.raises(ValueError, match="same K"):
