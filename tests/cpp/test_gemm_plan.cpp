@@ -2,6 +2,8 @@
 // architecture, which gemm() dispatches by; checked on the shapes and on the edges.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "cuda/gemm/config.h"
 #include "mxq/error.hpp"
 #include "mxq/gemm_plan.hpp"
@@ -40,6 +42,23 @@ TEST(GemmPlan, WgmmaTilesAreTheKernels) {
   EXPECT_EQ(p.cluster, 1);
   // K % 128 != 0 keeps a small M off the decode kernel and on the wgmma one
   EXPECT_EQ(plan_gemm(1, 200, 1120, GemmKind::d1d2, DType::float32, kH200).path, "tma-wgmma");
+}
+
+// The wgmma kernel's persistent tile order visits every (M block, N block) exactly once, with
+// the N blocks of one band side by side (partial last band included).
+TEST(GemmPlan, WgmmaTileOrderVisitsEveryTileOnce) {
+  for (int64_t mblocks : {1, 2, 7, 32})
+    for (int64_t nblocks : {1, 3, 8, 9, 17, 56}) {
+      std::vector<int> seen(size_t(mblocks * nblocks), 0);
+      for (int64_t t = 0; t < mblocks * nblocks; ++t) {
+        int64_t mb = -1, nb = -1;
+        gemm_config::wgmma_tile_at(t, mblocks, nblocks, mb, nb);
+        ASSERT_TRUE(mb >= 0 && mb < mblocks && nb >= 0 && nb < nblocks) << t << ": " << mb << ", " << nb;
+        ++seen[size_t(mb * nblocks + nb)];
+        EXPECT_EQ(nb / gemm_config::kWgmmaBandN, t / (mblocks * gemm_config::kWgmmaBandN)) << "band of tile " << t;
+      }
+      for (int v : seen) ASSERT_EQ(v, 1) << mblocks << " x " << nblocks;
+    }
 }
 
 TEST(GemmPlan, DecodeTakesAllOfMInOneCta) {

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "mxq/numerics/config.h"
+
 namespace mxq::gemm_config {
 
 // The TMA + wgmma kernel: 128 x 128 output tiles, K blocks of 128 (one scale block), a ring of
@@ -22,6 +24,18 @@ constexpr uint32_t kWgmmaStageBytes = kWgmmaTileA + kWgmmaTileB + kWgmmaTileScal
 constexpr uint32_t kWgmmaOutRow = 256 + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
 constexpr int64_t kWgmmaSmemBytes = int64_t(kWgmmaStages) * (kWgmmaStageBytes + 4) +
                                     kWgmmaConsumers * kWgmmaOutBytes + 2 * kWgmmaStages * 8 + 1024;
+
+// The persistent order of the wgmma kernel's tiles: bands of kWgmmaBandN N blocks, M fastest
+// inside a band, so that the CTAs running at once share A rows and B columns in L2. Tile t ->
+// (M block mb, N block nb); every tile once for t in [0, m_blocks * n_blocks).
+constexpr int64_t kWgmmaBandN = 8;
+MXQ_HD void wgmma_tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t& mb, int64_t& nb) {
+  const int64_t per_band = m_blocks * kWgmmaBandN, band = t / per_band, first = band * kWgmmaBandN;
+  const int64_t width = n_blocks - first < kWgmmaBandN ? n_blocks - first : kWgmmaBandN;
+  const int64_t local = t - band * per_band;
+  mb = local / width;
+  nb = first + local % width;
+}
 
 // The swap-AB decode kernel: 16 weight rows (N) per CTA, 8 warps over the K blocks, M <= 64 in
 // tiles of 8 activation rows.

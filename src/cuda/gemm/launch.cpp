@@ -24,7 +24,7 @@ namespace mxq::cuda {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
 cudaError_t launch_gemm_decode(const GemmParams& p, cudaStream_t stream);
 bool gemm_wgmma_takes(const GemmParams& p);
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int sms, int group, cudaStream_t stream);
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream);
 }
 
 namespace mxq::runtime {
@@ -229,7 +229,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
   }
   if (wgmma) {
-    cuda::check_cuda(cuda::launch_gemm_wgmma(p, ad.sms, opt.promote_k / 32, stream),
+    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, stream),
                      "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot,
                     opt.promote_k == 32   ? "wgmma 128x128 TMA warp-specialized, promote-k 32"

@@ -16,7 +16,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <mutex>
+#include <atomic>
 
 #include "cuda/check.hpp"
 #include "cuda/gemm/config.h"
@@ -41,18 +41,8 @@ constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 // blocks (16-byte rows), A's scales (TMA: 16-byte aligned), the mbarriers (8), B's scales.
 static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kOutBytes % 16 == 0 && kTileScaleA % 16 == 0,
               "shared-memory carve-up alignment");
-constexpr int64_t kGroupN = 8;  // tile order: bands of 8 N blocks, M fastest inside a band (L2 reuse)
 
 MXQ_HD int64_t blocks(int64_t x, int64_t b) { return (x + b - 1) / b; }
-
-// Tile t of the persistent order -> (M block, N block).
-__device__ __forceinline__ void tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t& mb, int64_t& nb) {
-  const int64_t per_band = m_blocks * kGroupN, band = t / per_band, first = band * kGroupN;
-  const int64_t width = n_blocks - first < kGroupN ? n_blocks - first : kGroupN;
-  const int64_t local = t - band * per_band;
-  mb = local / width;
-  nb = first + local % width;
-}
 
 // acc += part * scale, rows (lane / 4) and (lane / 4 + 8) of the warp's 16 taking scales s0, s1.
 __device__ __forceinline__ void promote(float (&acc)[64], const float (&part)[64], float s0, float s1) {
@@ -156,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t it = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       int64_t mb, nb;
-      tile_at(t, m_blocks, n_blocks, mb, nb);
+      wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
       for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
         const uint32_t s = it % kStages, phase = (it / kStages) & 1;
         const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
@@ -179,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint32_t it = 0;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     int64_t mb, nb;
-    tile_at(t, m_blocks, n_blocks, mb, nb);
+    wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
     for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
@@ -270,14 +260,15 @@ bool make_map(CUtensorMap& map, const void* base, CUtensorMapDataType type, int 
 }
 
 template <int kGroup>
-cudaError_t launch(const GemmParams& p, int sms, cudaStream_t stream) {
-  static std::once_flag once;
-  static cudaError_t attr = cudaSuccess;
-  std::call_once(once, [] {
-    attr = cudaFuncSetAttribute(gemm_wgmma_kernel<kGroup>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                int(kSmemBytes));
-  });
-  if (attr != cudaSuccess) return attr;
+cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
+  // The dynamic shared-memory limit is raised once per device (as the quantize tile kernels do).
+  static std::atomic<bool> raised[64] = {};
+  if (!raised[device & 63].load(std::memory_order_acquire)) {
+    const cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<kGroup>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes));
+    if (e != cudaSuccess) return e;
+    if (device < 64) raised[device].store(true, std::memory_order_release);
+  }
   CUtensorMap ma, mb, msa;
   const int64_t sa_stride = (p.m + 3) / 4 * 4;  // mn_major_tma: each K block's M scales padded to 4
   if (!make_map(ma, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,
@@ -303,11 +294,11 @@ bool gemm_wgmma_takes(const GemmParams& p) {
          aligned16(p.a.codes) && aligned16(p.b.codes) && aligned16(p.a.scales) && encode_fn() != nullptr;
 }
 
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int sms, int group, cudaStream_t stream) {
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream) {
   switch (group) {
-    case 1: return launch<1>(p, sms, stream);
-    case 2: return launch<2>(p, sms, stream);
-    default: return launch<4>(p, sms, stream);
+    case 1: return launch<1>(p, device, sms, stream);
+    case 2: return launch<2>(p, device, sms, stream);
+    default: return launch<4>(p, device, sms, stream);
   }
 }
 
