@@ -200,7 +200,9 @@ typedef struct mxq_gemm_options {
 /* Block-scaled FP8 GEMM: D (M, N) = alpha * A (M, K) . B (N, K)^T (+ C) (+ bias), both operands
  * K-major as mxq_quantize writes them. 1D2D: A fp8_block_1x128, B fp8_block_128x128; 1D1D: both
  * fp8_block_1x128 (fp32 or pow2/UE8M0 scales, any layout). The cpu backend is the fp64
- * reference; a CUDA D gives MXQ_ERROR_UNSUPPORTED in this build (the CUDA GEMM comes next).
+ * reference. CUDA operands run our TMA + wgmma kernel, cuBLASLt's block-scaled GEMM
+ * (MXQ_BACKEND_CUBLASLT), our decode kernel or a generic kernel, as mxq/api.hpp describes
+ * (GemmOptions); mxq_last_dispatch says which ran.
  *   a_recipe, a, m, k: A's recipe, buffers and shape;  b_recipe, b, n: B's (its K is k).
  *   d: float32 or bfloat16 (M, N).  options: NULL or options. */
 mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int64_t k, mxq_recipe b_recipe,
