@@ -264,6 +264,7 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
   // The dynamic shared-memory limit is raised once per device (as the quantize tile kernels do).
   static std::atomic<bool> raised[64] = {};
   if (!raised[device & 63].load(std::memory_order_acquire)) {
+    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
     const cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<kGroup>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes));
     if (e != cudaSuccess) return e;
