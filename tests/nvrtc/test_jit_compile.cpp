@@ -109,6 +109,23 @@ TEST(JitCompile, FusedVariantsCompileForSm90a) {
   expect_all_compile(keys, "fused configurations");
 }
 
+// The GEMM's TMA + wgmma kernel compiles under NVRTC from the header the AOT build uses, for
+// every promotion interval; its lowered name is the AOT kernel's (the same CUtensorMap_st).
+TEST(JitCompile, GemmWgmmaKernelCompilesForSm90a) {
+  for (int pk : {32, 64, 128}) {
+    const Compiled c = compile_gemm_wgmma(pk, 90);
+    EXPECT_GT(c.cubin.size(), 1000u) << pk;
+    EXPECT_NE(c.lowered_name.find("gemm_wgmma_kernel"), std::string::npos) << c.lowered_name;
+    EXPECT_NE(c.lowered_name.find("CUtensorMap_st"), std::string::npos) << c.lowered_name;
+  }
+  try {
+    compile_gemm_wgmma(48, 90);
+    FAIL() << "promote_k 48 compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("promote_k=48; expected 32, 64 or 128"), std::string::npos) << e.what();
+  }
+}
+
 TEST(JitCompile, FailedCompileCarriesLogVersionAndConfig) {
   const cuda::FastKey k = all_keys().front();
   try {

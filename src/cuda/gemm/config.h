@@ -3,9 +3,7 @@
 // `mxq gemm-plan` prints what runs.
 #pragma once
 
-#include <cstdint>
-
-#include "mxq/numerics/config.h"
+#include "mxq/numerics/config.h"  // the fixed-width types, under NVRTC too
 
 namespace mxq::gemm_config {
 

@@ -3,8 +3,6 @@
 // 128 x 128 for B) in any layout quantize() writes.
 #pragma once
 
-#include <cstdint>
-
 #include "mxq/numerics/layouts.h"
 #include "mxq/numerics/recipes.h"
 

@@ -4,10 +4,18 @@
 // tensor", "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" and "setmaxnreg").
 #pragma once
 
+#include "mxq/numerics/config.h"
+
+#if defined(__CUDACC_RTC__)
+// NVRTC has no cuda.h: the tensor map is 128 opaque bytes, 64-byte aligned, under the driver
+// API's name (so that the kernels' mangled names match the ahead-of-time build's).
+typedef struct CUtensorMap_st {
+  alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+#else
 #include <cuda.h>
 #include <cuda_runtime.h>
-
-#include <cstdint>
+#endif
 
 namespace mxq::cuda::sm90 {
 

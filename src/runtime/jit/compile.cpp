@@ -84,16 +84,16 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-Compiled compile(const cuda::FastKey& k, int arch) {
-  if (!cuda::fast_key_valid(k)) fail(ErrorCode::internal, "jit: invalid kernel key " + key_text(k));
-  const std::string src = kernel_source(k), name = kernel_name(k);
+namespace {
+
+// Compiles `src` (with the embedded headers) for sm_`arch` and returns the cubin and the
+// lowered name of the name expression `name`; `what` starts every error message.
+Compiled compile_source(const std::string& src, const std::string& name, int arch, const std::string& what) {
   std::vector<const char*> hnames, htexts;
   for (int i = 0; i < kEmbeddedHeaderCount; ++i) {
     hnames.push_back(kEmbeddedHeaders[i].name);
     htexts.push_back(kEmbeddedHeaders[i].text);
   }
-  const std::string what = "jit: compiling " + key_text(k) + " for sm_" + std::to_string(arch) + " with NVRTC " +
-                           nvrtc_version();
   nvrtcProgram prog = nullptr;
   nvrtcResult r = nvrtcCreateProgram(&prog, src.c_str(), "mxq_jit.cu", int(hnames.size()), htexts.data(), hnames.data());
   if (r != NVRTC_SUCCESS) fail(ErrorCode::unsupported, what + " failed: " + nvrtcGetErrorString(r));
@@ -118,6 +118,28 @@ Compiled compile(const cuda::FastKey& k, int arch) {
   c.cubin.resize(n);
   nvrtcGetCUBIN(prog, reinterpret_cast<char*>(c.cubin.data()));
   return c;
+}
+
+}  // namespace
+
+Compiled compile(const cuda::FastKey& k, int arch) {
+  if (!cuda::fast_key_valid(k)) fail(ErrorCode::internal, "jit: invalid kernel key " + key_text(k));
+  return compile_source(kernel_source(k), kernel_name(k), arch,
+                        "jit: compiling " + key_text(k) + " for sm_" + std::to_string(arch) + " with NVRTC " +
+                            nvrtc_version());
+}
+
+Compiled compile_gemm_wgmma(int promote_k, int arch) {
+  if (promote_k != 32 && promote_k != 64 && promote_k != 128)
+    fail_arg("jit: promote_k=" + std::to_string(promote_k) + "; expected 32, 64 or 128");
+  const std::string name = "mxq::cuda::gemm_wgmma_kernel<" + std::to_string(promote_k / 32) + ">";
+  const std::string src = "// mxq JIT: gemm wgmma promote-k " + std::to_string(promote_k) +
+                          "\n#include \"cuda/gemm/wgmma.cuh\"\ntemplate __global__ void " + name +
+                          "(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, "
+                          "const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
+  return compile_source(src, name, arch,
+                        "jit: compiling the wgmma GEMM kernel (promote-k " + std::to_string(promote_k) + ") for sm_" +
+                            std::to_string(arch) + " with NVRTC " + nvrtc_version());
 }
 
 Key128 binary_key(const cuda::FastKey& k, int arch) {

@@ -28,6 +28,10 @@ struct Compiled {
 };
 // Throws Error(unsupported) carrying the NVRTC log, the NVRTC version and the configuration.
 Compiled compile(const cuda::FastKey& k, int arch);
+// The TMA + wgmma GEMM kernel (src/cuda/gemm/wgmma.cuh) for one promotion interval, from the
+// same header the ahead-of-time build compiles. Compiled and tested in CI; the GEMM does not
+// load JIT kernels yet (issue 6: specialisation on N, K and tiles is the next step).
+Compiled compile_gemm_wgmma(int promote_k, int arch);
 
 // Disk-cache key: a content hash over everything that changes the binary (schema, library
 // version, the embedded headers, the generated source, options, architecture, NVRTC version).

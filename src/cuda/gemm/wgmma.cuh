@@ -1,0 +1,226 @@
+// The tensor-core GEMM for Hopper (sm_90a), device side: the kernel that wgmma.cu launches
+// (ahead of time) and that NVRTC compiles (tests/nvrtc). Design notes in wgmma.cu.
+#pragma once
+
+#include "cuda/gemm/config.h"
+#include "cuda/gemm/params.h"
+#include "cuda/gemm/sm90.cuh"
+#include "mxq/numerics/formats.h"
+#include "mxq/numerics/recipes.h"
+
+namespace mxq::cuda {
+namespace wgmma_detail {
+
+using namespace sm90;
+
+using namespace gemm_config;
+constexpr int kBM = kWgmmaBM, kBN = kWgmmaBN, kBK = kWgmmaBK;
+constexpr int kConsumers = kWgmmaConsumers, kThreads = kWgmmaThreads, kStages = kWgmmaStages;
+constexpr uint32_t kTileA = kWgmmaTileA, kTileB = kWgmmaTileB, kTileScaleA = kWgmmaTileScaleA;
+constexpr uint32_t kStageBytes = kWgmmaStageBytes, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
+constexpr size_t kSmemBytes = size_t(kWgmmaSmemBytes);
+constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
+// Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
+// blocks (16-byte rows), A's scales (TMA: 16-byte aligned), the mbarriers (8), B's scales.
+static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kOutBytes % 16 == 0 && kTileScaleA % 16 == 0,
+              "shared-memory carve-up alignment");
+
+MXQ_HD int64_t blocks(int64_t x, int64_t b) { return (x + b - 1) / b; }
+
+// acc += part * scale, rows (lane / 4) and (lane / 4 + 8) of the warp's 16 taking scales s0, s1.
+__device__ __forceinline__ void promote(float (&acc)[64], const float (&part)[64], float s0, float s1) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], s0, acc[4 * j + 0]);
+    acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], s0, acc[4 * j + 1]);
+    acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], s1, acc[4 * j + 2]);
+    acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], s1, acc[4 * j + 3]);
+  }
+}
+
+__device__ __forceinline__ void sync_consumer(int c) {  // named barrier of one consumer warpgroup
+  asm volatile("bar.sync %0, 128;" ::"r"(c + 1) : "memory");
+}
+
+__device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t row, int64_t col) {
+  float out = p.alpha * v;
+  if (p.c && row < p.m && col < p.n) out += p.c[row * p.c_stride + col];
+  if (p.bias && col < p.n) out += p.bias[col];
+  return out;
+}
+
+// D for one consumer's 64 x 128 results: the thread's fragment (rows r and r + 8 of the warp's
+// 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, then the warpgroup writes
+// whole rows with 16-byte stores (element stores at the matrix's edges or unaligned D).
+template <typename T>
+__device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)[64], uint8_t* out, int c, int tid,
+                                         int64_t row0, int64_t col0) {
+  constexpr int kCols = 256 / sizeof(T), kPasses = 128 / kCols;  // columns per pass
+  const int warp = tid / 32, lane = tid % 32, fr = warp * 16 + lane / 4, fc = 2 * (lane % 4);
+  const bool vec = (reinterpret_cast<unsigned long long>(p.d) % 16 == 0) && (p.d_stride * int64_t(sizeof(T))) % 16 == 0;
+#pragma unroll
+  for (int pass = 0; pass < kPasses; ++pass) {
+    sync_consumer(c);  // the previous pass (or tile) has been read out
+#pragma unroll
+    for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = fr + 8 * h, cl = 8 * j + fc;
+        const float v0 = finish(p, acc[4 * j + 2 * h], row0 + r, col0 + cl);
+        const float v1 = finish(p, acc[4 * j + 2 * h + 1], row0 + r, col0 + cl + 1);
+        uint8_t* at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
+        if constexpr (sizeof(T) == 2)
+          *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
+        else
+          *reinterpret_cast<float2*>(at) = float2{v0, v1};
+      }
+    sync_consumer(c);
+    constexpr int kChunks = 64 * 16;  // 16-byte pieces of the 64 x 256-byte block
+#pragma unroll
+    for (int i = tid; i < kChunks; i += 128) {
+      const int r = i / 16, piece = i % 16;
+      const int64_t row = row0 + r, col = col0 + pass * kCols + piece * (16 / int(sizeof(T)));
+      if (row >= p.m || col >= p.n) continue;
+      const uint8_t* src = out + r * kOutRow + piece * 16;
+      T* dst = static_cast<T*>(p.d) + row * p.d_stride + col;
+      if (vec && col + 16 / int64_t(sizeof(T)) <= p.n) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      } else {
+        for (int e = 0; e < 16 / int(sizeof(T)) && col + e < p.n; ++e) dst[e] = reinterpret_cast<const T*>(src)[e];
+      }
+    }
+  }
+}
+
+}  // namespace wgmma_detail
+
+template <int kGroup>  // 32-wide K steps summed by the tensor cores before each fp32 promotion
+__global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                      const __grid_constant__ CUtensorMap map_sa, const GemmParams p) {
+  using namespace wgmma_detail;
+  using namespace sm90;
+  static_assert(kGroup == 1 || kGroup == 2 || kGroup == 4, "a 128-wide K block is 4 steps of 32");
+  extern __shared__ uint8_t smem_raw[];
+  // Swizzled TMA tiles need 1024-byte alignment.
+  uint8_t* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+  uint8_t* tiles_a = smem;
+  uint8_t* tiles_b = smem + kStages * kTileA;
+  uint8_t* outs = smem + kStages * (kTileA + kTileB);  // 16-byte aligned rows for the epilogue
+  float* scales_a = reinterpret_cast<float*>(outs + kConsumers * kOutBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(scales_a + kStages * kBM);  // 8-byte aligned
+  uint64_t* empty = full + kStages;
+  float* scales_b = reinterpret_cast<float*>(empty + kStages);  // B's block scale of each stage, from the producer
+
+  const int64_t m_blocks = blocks(p.m, kBM), n_blocks = blocks(p.n, kBN), k_blocks = blocks(p.k, kBK);
+  const int64_t tiles = m_blocks * n_blocks;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], kConsumers * 4);  // one arrival per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // producer
+    regs_release<kProducerRegs>();
+    if (threadIdx.x != 0) return;
+    tma_prefetch_map(&map_a);
+    tma_prefetch_map(&map_b);
+    tma_prefetch_map(&map_sa);
+    uint32_t it = 0;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int64_t mb, nb;
+      wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
+      for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
+        const uint32_t s = it % kStages, phase = (it / kStages) & 1;
+        const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
+        mbar_wait(&empty[s], phase ^ 1);
+        scales_b[s] = sb;  // published by the arrive below (release), read after the consumers' wait
+        mbar_arrive_expect_tx(&full[s], kStageBytes);
+        tma_load_2d(tiles_a + s * kTileA, &map_a, &full[s], int32_t(kb * kBK), int32_t(mb * kBM));
+        tma_load_2d(tiles_b + s * kTileB, &map_b, &full[s], int32_t(kb * kBK), int32_t(nb * kBN));
+        tma_load_2d(scales_a + s * kBM, &map_sa, &full[s], int32_t(mb * kBM), int32_t(kb));
+      }
+    }
+    return;
+  }
+
+  // consumers
+  regs_claim<kConsumerRegs>();
+  const int c = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const int row_in_tile = c * 64 + warp * 16 + lane / 4;  // and + 8
+  float acc[64], part0[64], part1[64];
+  uint32_t it = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int64_t mb, nb;
+    wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
+      const uint32_t s = it % kStages, phase = (it / kStages) & 1;
+      mbar_wait(&full[s], phase);
+      const float sb = scales_b[s];
+      const float s0 = scales_a[s * kBM + row_in_tile] * sb, s1 = scales_a[s * kBM + row_in_tile + 8] * sb;
+      const uint8_t* a = tiles_a + s * kTileA + c * 64 * kBK;
+      const uint8_t* b = tiles_b + s * kTileB;
+      auto mma = [&](float(&d)[64], int step, bool accumulate) {
+        wgmma_m64n128k32_e4m3(d, desc_k_major_sw128(a + step * 32), desc_k_major_sw128(b + step * 32), accumulate);
+      };
+      auto release = [&] {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+      };
+      if constexpr (kGroup == 4) {
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < 4; ++step) mma(part0, step, step > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        release();
+        promote(acc, part0, s0, s1);
+      } else if constexpr (kGroup == 2) {
+        wgmma_fence();
+        mma(part0, 0, false);
+        mma(part0, 1, true);
+        wgmma_commit();
+        mma(part1, 2, false);
+        mma(part1, 3, true);
+        wgmma_commit();
+        wgmma_wait<1>();
+        promote(acc, part0, s0, s1);
+        wgmma_wait<0>();
+        release();
+        promote(acc, part1, s0, s1);
+      } else {
+        wgmma_fence();
+        mma(part0, 0, false);
+        wgmma_commit();
+        mma(part1, 1, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        promote(acc, part0, s0, s1);
+        wgmma_fence();
+        mma(part0, 2, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        promote(acc, part1, s0, s1);
+        wgmma_fence();
+        mma(part1, 3, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        promote(acc, part0, s0, s1);
+        wgmma_wait<0>();
+        release();
+        promote(acc, part1, s0, s1);
+      }
+    }
+    uint8_t* out = outs + c * kOutBytes;
+    if (p.d_bf16) epilogue<uint16_t>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
+    else epilogue<float>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
+  }
+}
+
+}  // namespace mxq::cuda
