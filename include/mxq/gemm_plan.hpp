@@ -45,6 +45,9 @@ struct GemmPlan {
   int64_t smem_bytes = 0;  // per CTA
 };
 
+// The rule alone (no strings, for the per-call dispatch); plan_gemm reports it with the tiles.
+enum class GemmPath : uint8_t { swap_ab, tma_wgmma, generic };
+GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch);
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch);
 std::string to_string(const GemmPlan& p);
 

@@ -20,6 +20,13 @@ void fill_waves(GemmPlan& p, const ArchDesc& a) {
 
 }  // namespace
 
+GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch) {
+  if (arch.major != 9) return GemmPath::generic;
+  if (m <= kDecodeMaxM && k % 128 == 0) return GemmPath::swap_ab;
+  if (kind != GemmKind::d1d2 || k % 16 != 0) return GemmPath::generic;
+  return GemmPath::tma_wgmma;
+}
+
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch) {
   if (m < 1 || n < 1 || k < 1)
     fail_arg("gemm plan: M, N and K must be >= 1, got " + std::to_string(m) + ", " + std::to_string(n) + ", " +
@@ -27,32 +34,35 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   if (out != DType::float32 && out != DType::bfloat16)
     fail_arg(std::string("gemm plan: D dtype ") + dtype_name(out) + " is not supported; expected float32 or bfloat16");
   GemmPlan p;
-  const std::string sm = "sm_" + std::to_string(arch.major) + std::to_string(arch.minor);
-  if (arch.major != 9) {
-    p.path = "generic";
-    p.why = sm + ": the tensor-core kernels are built for sm_90a (wgmma, TMA)";
-  } else if (m <= kDecodeMaxM && k % 128 == 0) {
-    p.path = "swap-ab";
-    p.why = "M=" + std::to_string(m) + " <= 64 and K % 128 == 0: the weights are mma.sync's 16-row operand";
-    p.block_m = decode_m_tiles(m) * 8;  // activation rows of a CTA (all of M)
-    p.block_n = kDecodeRowsN;
-    p.tiles = ceil_div(n, kDecodeRowsN);
-    p.smem_bytes = decode_smem_bytes(m);
-  } else if (kind != GemmKind::d1d2) {
-    p.path = "generic";
-    p.why = "1D1D (B with 1x128 scales) has no wgmma kernel yet; cuBLASLt takes it where it can";
-  } else if (k % 16 != 0) {
-    p.path = "generic";
-    p.why = "K=" + std::to_string(k) + " is not a multiple of 16 (TMA needs 16-byte aligned FP8 rows)";
-  } else {
-    p.path = "tma-wgmma";
-    p.why = "M=" + std::to_string(m) + (m > kDecodeMaxM ? " > 64" : ", K % 128 != 0") +
-            ": 128x128 tiles on a persistent grid of min(tiles, SMs) CTAs";
-    p.block_m = kWgmmaBM;
-    p.block_n = kWgmmaBN;
-    p.stages = kWgmmaStages;
-    p.tiles = ceil_div(m, kWgmmaBM) * ceil_div(n, kWgmmaBN);
-    p.smem_bytes = kWgmmaSmemBytes;
+  switch (gemm_path(m, k, kind, arch)) {
+    case GemmPath::swap_ab:
+      p.path = "swap-ab";
+      p.why = "M=" + std::to_string(m) + " <= 64 and K % 128 == 0: the weights are mma.sync's 16-row operand";
+      p.block_m = decode_m_tiles(m) * 8;  // activation rows of a CTA (all of M)
+      p.block_n = kDecodeRowsN;
+      p.tiles = ceil_div(n, kDecodeRowsN);
+      p.smem_bytes = decode_smem_bytes(m);
+      break;
+    case GemmPath::tma_wgmma:
+      p.path = "tma-wgmma";
+      p.why = "M=" + std::to_string(m) + (m > kDecodeMaxM ? " > 64" : ", K % 128 != 0") +
+              ": 128x128 tiles on a persistent grid of min(tiles, SMs) CTAs";
+      p.block_m = kWgmmaBM;
+      p.block_n = kWgmmaBN;
+      p.stages = kWgmmaStages;
+      p.tiles = ceil_div(m, kWgmmaBM) * ceil_div(n, kWgmmaBN);
+      p.smem_bytes = kWgmmaSmemBytes;
+      break;
+    case GemmPath::generic:
+      p.path = "generic";
+      if (arch.major != 9)
+        p.why = "sm_" + std::to_string(arch.major) + std::to_string(arch.minor) +
+                ": the tensor-core kernels are built for sm_90a (wgmma, TMA)";
+      else if (kind != GemmKind::d1d2)
+        p.why = "1D1D (B with 1x128 scales) has no wgmma kernel yet; cuBLASLt takes it where it can";
+      else
+        p.why = "K=" + std::to_string(k) + " is not a multiple of 16 (TMA needs 16-byte aligned FP8 rows)";
+      break;
   }
   if (p.path == "generic") {
     p.block_m = p.block_n = 16;  // one output per thread, 16 x 16 threads

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "mxq/error.hpp"
@@ -55,6 +56,7 @@ class RelaxedCapture {
 // sm_90a). The message names the device, its architecture and the way out.
 void require_supported_device(const Device& d, const char* op);
 int sm_count(int device);
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 int arch_of(int device);
 // A driver API function through the runtime (the library links no libcuda), or null.
 void* driver_entry_point(const char* name, int version);  // major * 10 + minor, from the per-process device list

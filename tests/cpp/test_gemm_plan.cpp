@@ -20,6 +20,8 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
       for (DType out : {DType::bfloat16, DType::float32}) {
         const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, out, kH200);
         EXPECT_EQ(p.path, m <= 64 ? "swap-ab" : "tma-wgmma") << to_string(p);
+        // the dispatch's string-free rule says the same
+        EXPECT_EQ(gemm_path(m, k, GemmKind::d1d2, kH200), m <= 64 ? GemmPath::swap_ab : GemmPath::tma_wgmma);
         EXPECT_EQ(p.block_k, 128);
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
         EXPECT_EQ(p.waves, (p.tiles + kH200.sms - 1) / kH200.sms);
@@ -85,6 +87,9 @@ TEST(GemmPlan, ShapesTheFastKernelsCannotTakeGoGenericNeverToAnError) {
   const GemmPlan a = plan_gemm(4096, 4096, 4096, GemmKind::d1d2, DType::bfloat16, ampere);
   EXPECT_EQ(a.path, "generic");
   EXPECT_NE(a.why.find("sm_80"), std::string::npos) << a.why;
+  EXPECT_EQ(gemm_path(4096, 4096, GemmKind::d1d2, ampere), GemmPath::generic);
+  EXPECT_EQ(gemm_path(129, 100, GemmKind::d1d2, kH200), GemmPath::generic);
+  EXPECT_EQ(gemm_path(129, 7168, GemmKind::d1d1, kH200), GemmPath::generic);
   EXPECT_THROW(plan_gemm(0, 16, 16, GemmKind::d1d2, DType::bfloat16, kH200), Error);
   EXPECT_THROW(plan_gemm(16, 16, 16, GemmKind::d1d2, DType::float16, kH200), Error);
 }

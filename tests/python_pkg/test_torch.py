@@ -306,18 +306,24 @@ def test_cupy_through_dlpack():
     assert cp.asnumpy(q.scales).tobytes() == qn.scales.tobytes()
 
 
+def exact_gemm_operands(m, n, k, seed):
+    """Values in [-2, 2] with a 2 in every 128-block: exact codes and partial sums
+    (test_gemm_gpu.cpp); A 1x128 (mn_major_tma) and B 128x128 with pow2 scales, on the GPU."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-2, 3, (m, k), generator=g).float()
+    b = torch.randint(-2, 3, (n, k), generator=g).float()
+    a[:, ::128] = 2
+    b[:, ::128] = 2
+    return (a, b, mxq.quantize(a.cuda(), "fp8_block_1x128:pow2=1,layout=mn_major_tma"),
+            mxq.quantize(b.cuda(), "fp8_block_128x128:pow2=1"))
+
+
 @gpu
 @needs_cuda
 @pytest.mark.parametrize("promote_k", [32, 128])
 def test_gemm_wgmma_kernel_on_cuda_tensors_exact(promote_k):
     # M > 64: our TMA + wgmma kernel; every promotion interval is exact on these values
-    g = torch.Generator().manual_seed(12)
-    a = torch.randint(-2, 3, (200, 1152), generator=g).float()
-    b = torch.randint(-2, 3, (136, 1152), generator=g).float()
-    a[:, ::128] = 2
-    b[:, ::128] = 2
-    qa = mxq.quantize(a.cuda(), "fp8_block_1x128:pow2=1,layout=mn_major_tma")
-    qb = mxq.quantize(b.cuda(), "fp8_block_128x128:pow2=1")
+    a, b, qa, qb = exact_gemm_operands(200, 136, 1152, seed=12)
     d = mxq.gemm(qa, qb, promote_k=promote_k)
     ran = mxq.last_dispatch()
     assert ran["backend"] == "cuda-aot" and f"wgmma 128x128 TMA warp-specialized, promote-k {promote_k}" in ran["kernel"]
@@ -328,14 +334,7 @@ def test_gemm_wgmma_kernel_on_cuda_tensors_exact(promote_k):
 @needs_cuda
 @pytest.mark.parametrize("backend", ["auto", "cublaslt", "cuda-aot"])
 def test_gemm_on_cuda_tensors_exact(backend):
-    # values in [-2, 2] with a 2 in every 128-block: exact codes and partial sums (test_gemm_gpu.cpp)
-    g = torch.Generator().manual_seed(11)
-    a = torch.randint(-2, 3, (64, 1024), generator=g).float()
-    b = torch.randint(-2, 3, (256, 1024), generator=g).float()
-    a[:, ::128] = 2
-    b[:, ::128] = 2
-    qa = mxq.quantize(a.cuda(), "fp8_block_1x128:pow2=1,layout=mn_major_tma")
-    qb = mxq.quantize(b.cuda(), "fp8_block_128x128:pow2=1")
+    a, b, qa, qb = exact_gemm_operands(64, 256, 1024, seed=11)
     d = mxq.gemm(qa, qb, backend=backend)
     ran = mxq.last_dispatch()
     assert d.is_cuda and d.dtype == torch.float32 and ran["backend"] == ("cublaslt" if backend == "auto" else backend)

@@ -30,7 +30,7 @@ cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int grou
 namespace mxq::runtime {
 namespace {
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+using cuda::aligned16;
 
 cuda::GemmOperand operand(const QuantizedTensor& q, const num::ScaleGeometry& g) {
   return {static_cast<const uint8_t*>(q.data.data), q.scales.data, g, q.recipe.block_rows,
@@ -197,7 +197,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d = call.d.data;
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
-  // Our kernels, by plan_gemm's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
+  // Our kernels, by gemm_path's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
   // M <= 64 with K % 128 == 0, the TMA + wgmma kernel for the other 1D2D shapes with K % 16 == 0,
   // the generic kernel for the rest; each also needs its operand layouts and alignment. auto
   // runs the wgmma kernel where it takes the call; otherwise cuBLASLt (faster than decode from
@@ -207,10 +207,9 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   ad.major = arch / 10;
   ad.minor = arch % 10;
   ad.sms = cuda::sm_count(dev);
-  const GemmPlan plan = plan_gemm(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1,
-                                  call.d.dtype, ad);
-  const bool decode = plan.path == "swap-ab" && aligned16(a.data.data) && aligned16(b.data.data);
-  const bool wgmma = plan.path == "tma-wgmma" && cuda::gemm_wgmma_takes(p);
+  const GemmPath path = gemm_path(a.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad);
+  const bool decode = path == GemmPath::swap_ab && aligned16(a.data.data) && aligned16(b.data.data);
+  const bool wgmma = path == GemmPath::tma_wgmma && cuda::gemm_wgmma_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
   if (be == Backend::cublaslt || (be == Backend::automatic && !wgmma)) {

@@ -61,15 +61,15 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
     if (device < 64) raised[device].store(true, std::memory_order_release);
   }
   CUtensorMap ma, mb, msa;
-  const int64_t sa_stride = (p.m + 3) / 4 * 4;  // mn_major_tma: each K block's M scales padded to 4
+  const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
   if (!make_map(ma, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,
                 CU_TENSOR_MAP_SWIZZLE_128B) ||
       !make_map(mb, p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, kBK, kBN,
                 CU_TENSOR_MAP_SWIZZLE_128B) ||
-      !make_map(msa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, blocks(p.k, kBK), p.m, sa_stride, kBM, 1,
+      !make_map(msa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(p.k, kBK), p.m, sa_stride, kBM, 1,
                 CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const int64_t tiles = blocks(p.m, kBM) * blocks(p.n, kBN);
+  const int64_t tiles = ceil_div(p.m, kBM) * ceil_div(p.n, kBN);
   const unsigned grid = unsigned(tiles < sms ? tiles : sms);
   gemm_wgmma_kernel<kGroup><<<grid, kThreads, kSmemBytes, stream>>>(ma, mb, msa, p);
   return cudaGetLastError();
@@ -79,7 +79,6 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
 
 // The operands this kernel takes (the caller also checks the device is sm_90).
 bool gemm_wgmma_takes(const GemmParams& p) {
-  const auto aligned16 = [](const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; };
   return p.m >= 1 && p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.a.block_rows == 1 && p.a.fp32_scales &&
          p.a.geom.layout == num::ScaleLayout::mn_major_tma && p.b.block_rows == 128 && p.b.fp32_scales &&
          aligned16(p.a.codes) && aligned16(p.b.codes) && aligned16(p.a.scales) && encode_fn() != nullptr;

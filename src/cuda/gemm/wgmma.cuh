@@ -25,7 +25,7 @@ constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kOutBytes % 16 == 0 && kTileScaleA % 16 == 0,
               "shared-memory carve-up alignment");
 
-MXQ_HD int64_t blocks(int64_t x, int64_t b) { return (x + b - 1) / b; }
+using num::ceil_div;
 
 // acc += part * scale, rows (lane / 4) and (lane / 4 + 8) of the warp's 16 taking scales s0, s1.
 __device__ __forceinline__ void promote(float (&acc)[64], const float (&part)[64], float s0, float s1) {
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   uint64_t* empty = full + kStages;
   float* scales_b = reinterpret_cast<float*>(empty + kStages);  // B's block scale of each stage, from the producer
 
-  const int64_t m_blocks = blocks(p.m, kBM), n_blocks = blocks(p.n, kBN), k_blocks = blocks(p.k, kBK);
+  const int64_t m_blocks = ceil_div(p.m, kBM), n_blocks = ceil_div(p.n, kBN), k_blocks = ceil_div(p.k, kBK);
   const int64_t tiles = m_blocks * n_blocks;
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -173,49 +173,28 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[s]);
       };
-      if constexpr (kGroup == 4) {
-        wgmma_fence();
+      // The block's 4 / kGroup runs, alternating between two sets of run accumulators: run g is
+      // issued, then run g - 1 (complete after wait<1>) is promoted while g is in flight; the
+      // last run is promoted once the stage is released. A run's accumulators are rewritten
+      // only after their promotion, behind a wgmma fence.
+      constexpr int kRuns = 4 / kGroup;
+      auto issue = [&](float(&d)[64], int run) {
 #pragma unroll
-        for (int step = 0; step < 4; ++step) mma(part0, step, step > 0);
+        for (int step = run * kGroup; step < (run + 1) * kGroup; ++step) mma(d, step, step > run * kGroup);
         wgmma_commit();
-        wgmma_wait<0>();
-        release();
-        promote(acc, part0, s0, s1);
-      } else if constexpr (kGroup == 2) {
-        wgmma_fence();
-        mma(part0, 0, false);
-        mma(part0, 1, true);
-        wgmma_commit();
-        mma(part1, 2, false);
-        mma(part1, 3, true);
-        wgmma_commit();
+      };
+      wgmma_fence();
+      issue(part0, 0);
+#pragma unroll
+      for (int run = 1; run < kRuns; ++run) {
+        if (run >= 2) wgmma_fence();
+        issue(run % 2 ? part1 : part0, run);
         wgmma_wait<1>();
-        promote(acc, part0, s0, s1);
-        wgmma_wait<0>();
-        release();
-        promote(acc, part1, s0, s1);
-      } else {
-        wgmma_fence();
-        mma(part0, 0, false);
-        wgmma_commit();
-        mma(part1, 1, false);
-        wgmma_commit();
-        wgmma_wait<1>();
-        promote(acc, part0, s0, s1);
-        wgmma_fence();
-        mma(part0, 2, false);
-        wgmma_commit();
-        wgmma_wait<1>();
-        promote(acc, part1, s0, s1);
-        wgmma_fence();
-        mma(part1, 3, false);
-        wgmma_commit();
-        wgmma_wait<1>();
-        promote(acc, part0, s0, s1);
-        wgmma_wait<0>();
-        release();
-        promote(acc, part1, s0, s1);
+        promote(acc, run % 2 ? part0 : part1, s0, s1);
       }
+      wgmma_wait<0>();
+      release();
+      promote(acc, kRuns % 2 ? part0 : part1, s0, s1);
     }
     uint8_t* out = outs + c * kOutBytes;
     if (p.d_bf16) epilogue<uint16_t>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
