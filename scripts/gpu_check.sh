@@ -24,6 +24,13 @@ mkdir -p "$OUT"
 BUILD=${MXQ_GPU_BUILD:-build-gpu}
 status="$OUT/status.txt"
 : >"$status"
+# The device tool returns at most 8 files: status.txt and summary.txt stay as they are and every
+# other log goes into logs.tar.gz when the script ends (a timeout's TERM included).
+pack_logs() {
+  (cd "$OUT" && ls | grep -v -E '^(status\.txt|summary\.txt|logs\.tar\.gz)$' | tar czf logs.tar.gz -T - --remove-files) 2>/dev/null
+}
+trap pack_logs EXIT
+trap 'exit 143' TERM INT
 note() { echo "$*" | tee -a "$status"; }
 
 note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)$(git diff --quiet 2>/dev/null || echo +dirty)"

@@ -20,16 +20,18 @@ MXQ_HD uint8_t quantized_nan_code(ElemFormat f) { return f == ElemFormat::e2m1 ?
 
 // E2M1 satfinite for non-NaN x, without branches: |x| is clamped to 6 and rounded to nearest
 // even on the quantum of its binade in E2M1 (0.5 below 2, 1 below 4, 2 up to 6) by adding a
-// magic power of two whose fp32 ulp is that quantum; the number of ulps above the magic number
-// plus the binade's first code is the E2M1 code. Equal to encode(x, e2m1, satfinite) for every
-// non-NaN x (tests/cpp/test_fast_paths.cpp checks all 2^32 inputs).
+// magic power of two whose fp32 ulp is that quantum: 2^22 times the binade's start b (1 below 2,
+// then 2 or 4), read off the exponent bits of max(|x|, 1). The number of ulps above the magic
+// number plus the binade's first code (2 log2 b, from the same exponent bits) is the E2M1 code.
+// Equal to encode(x, e2m1, satfinite) for every non-NaN x (tests/cpp/test_fast_paths.cpp checks
+// all 2^32 inputs).
 MXQ_HD uint8_t encode_e2m1_satfinite(float x) {
   float a = abs_f(x);
   a = a < 6.0f ? a : 6.0f;
-  const bool lo = a < 2.0f, mid = a < 4.0f;
-  const float magic = lo ? 4194304.0f : (mid ? 8388608.0f : 16777216.0f);  // 2^22, 2^23, 2^24
-  const uint32_t first = lo ? 0u : (mid ? 2u : 4u);  // code of the binade's start, minus its ulps
-  const uint32_t code = float_bits(a + magic) - float_bits(magic) + first;  // no product: nothing to contract
+  const uint32_t b = float_bits(a < 1.0f ? 1.0f : a) & 0x7f800000u;  // 1, 2 or 4 as fp32 bits
+  const uint32_t magic = b + (22u << 23);                             // 2^22 b
+  // ulps above magic, + 2 log2 b = (b >> 22) - 254; no product: nothing to contract
+  const uint32_t code = float_bits(add_rn(a, bits_float(magic))) - magic + (b >> 22) - 254u;
   return uint8_t(code | ((float_bits(x) >> 28) & 0x8u));
 }
 

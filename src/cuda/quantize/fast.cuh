@@ -108,18 +108,41 @@ struct RawTile {
   uint32_t second[kSecond ? C::kR : 1][kWin];
 };
 
+// How many of the kR rows from r0 exist (0 when column c0 does not): the unrolled loops test
+// i < n in 32 bits instead of r0 + i < rows in 64 bits per row.
+template <int kR>
+__device__ __forceinline__ int live_rows(int64_t r0, int64_t c0, const TileParams& p) {
+  const int64_t left = p.rows - r0;
+  return c0 < p.cols ? int(left <= 0 ? 0 : (left < kR ? left : kR)) : 0;
+}
+
+// Byte offset of element (r, c) in a row-oriented output of `cols` codes per row (c a multiple
+// of 8, and cols even for FP4: the fast kernels store whole 8-code pieces).
+template <bool kFp4>
+__device__ __forceinline__ int64_t code_offset(int64_t r, int64_t c, int64_t cols) {
+  return kFp4 ? r * (cols >> 1) + (c >> 1) : r * cols + c;
+}
+
+// Block column of element column c (c >= 0: an unsigned shift, not a signed division).
+template <int kG>
+__device__ __forceinline__ int64_t block_col(int64_t c) {
+  return int64_t(uint64_t(c) / kG);
+}
+
 template <int kDType, int kR, int kW>
 __device__ __forceinline__ void load_words(uint32_t (&w)[kR][kW], const char* base, int64_t stride, int64_t r0,
                                            int64_t c0, const TileParams& p) {
   constexpr int kInBytes = kDType == 0 ? 4 : 2;
-  const bool col_live = c0 < p.cols;
+  const int n = live_rows<kR>(r0, c0, p);
+  // one address per tile, rows a pitch apart (dereferenced for live rows only)
+  const char* src = base + (r0 * stride + c0) * kInBytes;
+  const int64_t pitch = stride * kInBytes;
 #pragma unroll
   for (int i = 0; i < kR; ++i) {
-    const bool live = col_live && r0 + i < p.rows;
-    const uint4* src = reinterpret_cast<const uint4*>(base + ((r0 + i) * stride + c0) * kInBytes);
+    const uint4* row = reinterpret_cast<const uint4*>(src + i * pitch);
 #pragma unroll
     for (int h = 0; h < kW / 4; ++h) {
-      const uint4 q = live ? __ldg(src + h) : uint4{0u, 0u, 0u, 0u};
+      const uint4 q = i < n ? __ldg(row + h) : uint4{0u, 0u, 0u, 0u};
       w[i][4 * h] = q.x;
       w[i][4 * h + 1] = q.y;
       w[i][4 * h + 2] = q.z;
@@ -273,6 +296,42 @@ struct FastTile {
     return quantize8<kElem>(v, m);
   }
 
+  // The same from a row's input words (the bf16 power-of-two FP4 path works on them directly).
+  __device__ static uint2 codes8_words(const uint32_t (&w)[kW], float m, const num::ScaleRule& rule) {
+    if constexpr (kFp4 && C::kDType == 2 && (C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block)) {
+      if (C::kScheme == num::Scheme::mx || rule.pow2) return {quantize8_e2m1_pow2_bf16(w, m), 0u};
+    }
+    float v[8];
+    elements<C::kDType>(w, v);
+    return codes8(v, m, rule);
+  }
+
+  // One row's 8 codes, stored when `live`: a predicated store, not a branch around one (the
+  // branches cost a BSSY / BSYNC pair and a re-derived 64-bit address per row).
+  __device__ static void store_codes(uint8_t* at, uint2 codes, bool live) {
+    if constexpr (kFp4) {
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p st.global.b32 [%0], %1;\n\t}" ::"l"(at),
+                   "r"(codes.x), "r"(int(live))
+                   : "memory");
+    } else {
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %3, 0;\n\t@p st.global.v2.b32 [%0], {%1, %2};\n\t}" ::"l"(at),
+                   "r"(codes.x), "r"(codes.y), "r"(int(live))
+                   : "memory");
+    }
+  }
+
+  // The codes of the kR rows with one multiplier per row, stored row-oriented into `data`.
+  __device__ static void store_rows(uint8_t* data, const uint32_t (&w)[kR][kW], const float (&mult)[kR], int64_t r0,
+                                    int64_t c0, const TileParams& p, const num::ScaleRule& rule) {
+    const int n = live_rows<kR>(r0, c0, p);
+    uint8_t* out = data + code_offset<kFp4>(r0, c0, p.cols);
+    const int64_t pitch = code_offset<kFp4>(1, 0, p.cols);
+#pragma unroll
+    for (int i = 0; i < kR; ++i) {
+      store_codes(out + i * pitch, codes8_words(w[i], mult[i], rule), i < n);
+    }
+  }
+
   // Quantizes the kR x 8 elements w of rows r0.. and columns c0..
   __device__ static void run(const uint32_t (&w)[kR][kW], int64_t r0, int64_t c0, const TileParams& p,
                              const num::ScaleRule& rule, int lane, int warp) {
@@ -314,9 +373,9 @@ struct FastTile {
           mult[i] = block_mult;
           if (col_live && r < p.rows && cl % C::kLanesG == 0) {
             if (p.per_row_scale) {
-              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, c0 / C::kG, block_stored);
+              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, block_col<C::kG>(c0), block_stored);
             } else if (r % C::kH == 0) {
-              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r / C::kH, c0 / C::kG,
+              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r / C::kH, block_col<C::kG>(c0),
                                            block_stored);
             }
           }
@@ -336,22 +395,12 @@ struct FastTile {
           // lanes beyond the first kP of a group hold copies; the first ones store, whether or
           // not their own columns exist (a partial last block may have only one live lane)
           if (block_live && r < p.rows && (cl % C::kLanesG) < RowSpread::kP)
-            put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, c0 / C::kG, bs.stored);
+            put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, block_col<C::kG>(c0), bs.stored);
         }
 #pragma unroll
         for (int i = 0; i < kR; ++i) mult[i] = RowSpread::fetch(mine, i, lane);
       }
-#pragma unroll
-      for (int i = 0; i < kR; ++i) {
-        const int64_t r = r0 + i;
-        float v[8];
-        elements<C::kDType>(w[i], v);
-        const uint2 codes = codes8(v, mult[i], rule);
-        if (col_live && r < p.rows) {
-          if constexpr (kFp4) *reinterpret_cast<uint32_t*>(p.row_data + (r * p.cols + c0) / 2) = codes.x;
-          else *reinterpret_cast<uint2*>(p.row_data + r * p.cols + c0) = codes;
-        }
-      }
+      store_rows(p.row_data, w, mult, r0, c0, p, rule);
     }
 
     // ---- columnwise: blocks of kH = kR x kRL rows, one multiplier per column
@@ -476,17 +525,15 @@ struct FastTile {
       }
       __syncthreads();  // the stage is rewritten by the next row tile
     } else {
-      const bool col_live = c0 < p.cols;
+      const int n = live_rows<kR>(r0, c0, p);
+      uint8_t* out = p.col_data + code_offset<kFp4>(r0, c0, p.cols);
+      const int64_t pitch = code_offset<kFp4>(1, 0, p.cols);
 #pragma unroll
       for (int i = 0; i < kR; ++i) {
-        const int64_t r = r0 + i;
         float v[8];
         elements<C::kDType>(w[i], v);
         const uint2 codes = quantize8_each<kElem>(v, cmult);
-        if (col_live && r < p.rows) {
-          if constexpr (kFp4) *reinterpret_cast<uint32_t*>(p.col_data + (r * p.cols + c0) / 2) = codes.x;
-          else *reinterpret_cast<uint2*>(p.col_data + r * p.cols + c0) = codes;
-        }
+        store_codes(out + i * pitch, codes, i < n);
       }
     }
   }
@@ -532,7 +579,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;
-  const int64_t c0 = (int64_t(blockIdx.x) * C::kWC + wc) * (8 * C::kCL) + cl * 8;
+  // below kFastMaxCols (the launcher's condition): 32-bit arithmetic, no high word to keep
+  const int64_t c0 = int64_t((uint32_t(blockIdx.x) * C::kWC + wc) * uint32_t(8 * C::kCL) + uint32_t(cl * 8));
   const int64_t lane_row = (wr * C::kRL + rl) * C::kR;
   const char* xb = static_cast<const char*>(p.x);
   const int64_t step = int64_t(gridDim.y) * C::kTileRows;

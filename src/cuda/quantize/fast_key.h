@@ -37,6 +37,9 @@ constexpr bool transforms(const FastKey& k) { return (k.fuse & (kFuseActMask | k
 // The dtype the tile quantizes.
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
 
+// The fast kernels index columns in 32 bits: widths up to this (the generic kernel takes wider).
+constexpr int64_t kFastMaxCols = (int64_t(1) << 31) - (int64_t(1) << 16);
+
 struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
   int threads, tile_rows, tile_cols, max_regs, min_blocks;
