@@ -5,14 +5,23 @@
 
 namespace mxq::cuda {
 
+// Row tiles per CTA, by what bounds the kernel (H200 measurements, bench/RESULTS.md, session 6):
+//  - memory-bound (the FP8 and row+col kernels): one row tile per CTA, the hardware scheduling
+//    CTAs as others finish. Persistent one-wave grids gave each CTA ~14 tiles of ~3 us, and the
+//    CTAs' uneven finish cost 0.90 of copy bandwidth where one tile each reaches 0.98-1.01;
+//  - issue-bound FP4: persistent over two waves (0.79 -> 0.80-0.85 of copy);
+//  - fused kernels: one wave, as before (not measured with more CTAs; each CTA publishes its
+//    dbias and amax with atomics once).
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
-  const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm);
-  const int64_t per_wave = std::max<int64_t>(1, slots / gx);          // CTAs down the rows in one wave
-  const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);        // row tiles of the busiest CTA
-  const int64_t gy = num::ceil_div(tiles_y, tiles_each);              // fewest CTAs with that many
+  const int waves = key.fuse ? 1 : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
+  if (waves == 0) return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
+  const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm) * waves;
+  const int64_t per_wave = std::max<int64_t>(1, slots / gx);     // CTAs down the rows
+  const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);   // row tiles of the busiest CTA
+  const int64_t gy = num::ceil_div(tiles_y, tiles_each);         // fewest CTAs with that many
   return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(gy, 1, 65535)));
 }
 
