@@ -1,6 +1,6 @@
 // Block-scaled FP8 GEMM on the GPU through mxq::gemm, issue 6's shapes (src/cli/bench_gemm.cpp,
 // also `mxq bench gemm`): cublaslt (cuBLASLt, the peer our kernels must beat) and cuda-aot (our
-// wgmma kernel at promote_k 32 and 128, the decode kernel for M <= 64) on every shape.
+// wgmma kernel at promote_k 32 and 128, the decode kernel for M <= 32) on every shape.
 #include <cstdio>
 #include <cstring>
 

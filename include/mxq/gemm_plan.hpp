@@ -6,8 +6,10 @@
 //
 // Rules:
 // - sm_90 only (the kernels are sm_90a); any other architecture plans "generic".
-// - "swap-ab" (the decode kernel) for M <= 64 with K % 128 == 0: 16 weight rows per CTA,
-//   block_m = M rounded up to 8, 16, 32 or 64, no split-K.
+// - "swap-ab" (the decode kernel) for M <= 32 with K % 128 == 0, and for M <= 64 where the wgmma
+//   kernel cannot run: 16 weight rows per CTA, block_m = M rounded up to 8, 16, 32 or 64, no
+//   split-K. (From M = 33 the decode kernel costs what it costs at 64, which measured 2.4-3.8x
+//   the wgmma kernel's time on the H200.)
 // - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
 //   128 x 128 x 128 tiles, 5 stages, no cluster, a persistent grid of min(tiles, SMs) CTAs.
 // - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid

@@ -22,9 +22,9 @@ void fill_waves(GemmPlan& p, const ArchDesc& a) {
 
 GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch) {
   if (arch.major != 9) return GemmPath::generic;
-  if (m <= kDecodeMaxM && k % 128 == 0) return GemmPath::swap_ab;
-  if (kind != GemmKind::d1d2 || k % 16 != 0) return GemmPath::generic;
-  return GemmPath::tma_wgmma;
+  const bool decode = m <= kDecodeMaxM && k % 128 == 0, wgmma = kind == GemmKind::d1d2 && k % 16 == 0;
+  if (decode && (m <= kDecodePreferMaxM || !wgmma)) return GemmPath::swap_ab;
+  return wgmma ? GemmPath::tma_wgmma : GemmPath::generic;
 }
 
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch) {
@@ -37,7 +37,9 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   switch (gemm_path(m, k, kind, arch)) {
     case GemmPath::swap_ab:
       p.path = "swap-ab";
-      p.why = "M=" + std::to_string(m) + " <= 64 and K % 128 == 0: the weights are mma.sync's 16-row operand";
+      p.why = "M=" + std::to_string(m) +
+              (m <= kDecodePreferMaxM ? " <= 32" : " <= 64 (no wgmma kernel for this kind)") +
+              " and K % 128 == 0: the weights are mma.sync's 16-row operand";
       p.block_m = decode_m_tiles(m) * 8;  // activation rows of a CTA (all of M)
       p.block_n = kDecodeRowsN;
       p.tiles = ceil_div(n, kDecodeRowsN);
@@ -45,7 +47,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       break;
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";
-      p.why = "M=" + std::to_string(m) + (m > kDecodeMaxM ? " > 64" : ", K % 128 != 0") +
+      p.why = "M=" + std::to_string(m) + (m > kDecodePreferMaxM ? " > 32" : ", K % 128 != 0") +
               ": 128x128 tiles on a persistent grid of min(tiles, SMs) CTAs";
       p.block_m = kWgmmaBM;
       p.block_n = kWgmmaBN;

@@ -19,9 +19,9 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
                         {4096, 7168}, {7168, 2048}})
       for (DType out : {DType::bfloat16, DType::float32}) {
         const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, out, kH200);
-        EXPECT_EQ(p.path, m <= 64 ? "swap-ab" : "tma-wgmma") << to_string(p);
+        EXPECT_EQ(p.path, m <= 32 ? "swap-ab" : "tma-wgmma") << to_string(p);
         // the dispatch's string-free rule says the same
-        EXPECT_EQ(gemm_path(m, k, GemmKind::d1d2, kH200), m <= 64 ? GemmPath::swap_ab : GemmPath::tma_wgmma);
+        EXPECT_EQ(gemm_path(m, k, GemmKind::d1d2, kH200), m <= 32 ? GemmPath::swap_ab : GemmPath::tma_wgmma);
         EXPECT_EQ(p.block_k, 128);
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
         EXPECT_EQ(p.waves, (p.tiles + kH200.sms - 1) / kH200.sms);
@@ -64,8 +64,9 @@ TEST(GemmPlan, WgmmaTileOrderVisitsEveryTileOnce) {
 }
 
 TEST(GemmPlan, DecodeTakesAllOfMInOneCta) {
-  for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {33, 64}, {64, 64}}) {
-    const GemmPlan p = plan_gemm(m, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200);
+  for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 64}, {64, 64}}) {
+    // 1D2D from M = 33 goes to the wgmma kernel; 1D1D keeps the decode kernel up to 64
+    const GemmPlan p = plan_gemm(m, 7168, 7168, m <= 32 ? GemmKind::d1d2 : GemmKind::d1d1, DType::bfloat16, kH200);
     EXPECT_EQ(p.path, "swap-ab");
     EXPECT_EQ(p.block_m, rows) << m;
     EXPECT_EQ(p.block_n, 16);
@@ -73,7 +74,12 @@ TEST(GemmPlan, DecodeTakesAllOfMInOneCta) {
     EXPECT_EQ(p.split_k, 1);
     EXPECT_EQ(p.smem_bytes, gemm_config::decode_smem_bytes(m));
   }
-  EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200).path, "tma-wgmma");
+  EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
+  for (int64_t m : {33, 48, 64, 65}) {
+    EXPECT_EQ(plan_gemm(m, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200).path, "tma-wgmma") << m;
+    // where TMA cannot take K (K % 16 != 0) there is no K % 128 == 0 either: generic
+    EXPECT_EQ(plan_gemm(m, 7168, 7176, GemmKind::d1d2, DType::bfloat16, kH200).path, "generic") << m;
+  }
 }
 
 TEST(GemmPlan, ShapesTheFastKernelsCannotTakeGoGenericNeverToAnError) {

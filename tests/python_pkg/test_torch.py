@@ -322,7 +322,7 @@ def exact_gemm_operands(m, n, k, seed):
 @needs_cuda
 @pytest.mark.parametrize("promote_k", [32, 128])
 def test_gemm_wgmma_kernel_on_cuda_tensors_exact(promote_k):
-    # M > 64: our TMA + wgmma kernel; every promotion interval is exact on these values
+    # M > 32: our TMA + wgmma kernel; every promotion interval is exact on these values
     a, b, qa, qb = exact_gemm_operands(200, 136, 1152, seed=12)
     d = mxq.gemm(qa, qb, promote_k=promote_k)
     ran = mxq.last_dispatch()

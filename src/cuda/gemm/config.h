@@ -38,6 +38,11 @@ MXQ_HD void wgmma_tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t
 // The swap-AB decode kernel: 16 weight rows (N) per CTA, 8 warps over the K blocks, M <= 64 in
 // tiles of 8 activation rows.
 constexpr int kDecodeRowsN = 16, kDecodeWarps = 8, kDecodeMaxM = 64;
+// Above kDecodePreferMaxM rows the decode kernel runs 8 tiles of 8 rows, and the wgmma kernel's
+// single 128-row tile is faster wherever it takes the call (H200, bench/RESULTS.md session 6:
+// decode at M = 64 took 2.4-3.8x the wgmma kernel's time at M = 128 on every issue shape); the
+// decode kernel keeps M = 33..64 only where the wgmma kernel cannot run (1D1D, K % 16 != 0).
+constexpr int kDecodePreferMaxM = 32;
 constexpr int decode_m_tiles(int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : kDecodeMaxM / 8; }
 constexpr int64_t decode_smem_bytes(int64_t m) { return int64_t(kDecodeWarps) * decode_m_tiles(m) * 8 * kDecodeRowsN * 4; }
 

@@ -198,7 +198,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
   // Our kernels, by gemm_path's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
-  // M <= 64 with K % 128 == 0, the TMA + wgmma kernel for the other 1D2D shapes with K % 16 == 0,
+  // M <= 32 with K % 128 == 0 (M <= 64 where the wgmma kernel cannot run), the TMA + wgmma kernel
+  // for the other 1D2D shapes with K % 16 == 0,
   // the generic kernel for the rest; each also needs its operand layouts and alignment. auto
   // runs the wgmma kernel where it takes the call; otherwise cuBLASLt (faster than decode from
   // M = 16 on the H200), then decode, then generic.
