@@ -348,7 +348,7 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
     Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
     library (torch: the custom op ``torch.ops.mxq.gemm``). The CPU backend is the fp64
-    reference. On CUDA, backend "auto" runs our TMA + wgmma kernel where it takes the call (M > 32),
+    reference. On CUDA, backend "auto" runs our TMA + wgmma kernel where it takes the call (M > 64),
     else cuBLASLt's block-scaled GEMM, else our decode or generic kernel; "cublaslt" and
     "cuda-aot" ask for one side (mxq/api.hpp lists the conditions). ``promote_k`` (32, 64 or 128)
     is the K extent of the wgmma kernel's tensor-core partial sums: 32 is the accurate default,

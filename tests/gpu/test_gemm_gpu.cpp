@@ -262,8 +262,8 @@ TEST(GpuGemm, RandomAgainstReference) {
       cases, worst[0], worst[1], worst[2], worst[4], worst[3]);
 }
 
-// auto runs the wgmma kernel where it takes the call (M > 32), cuBLASLt where it does not, the
-// decode kernel where neither does and M <= 32 (64 outside the wgmma kernel's kinds), and says why not (a fallback, which strict
+// auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
+// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's kinds), and says why not (a fallback, which strict
 // mode refuses) where none does; cublaslt refuses quantize; cuda-jit falls back.
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();

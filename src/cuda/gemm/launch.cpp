@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "cuda/check.hpp"
+#include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
 #include "mxq/error.hpp"
 #include "mxq/gemm_plan.hpp"
@@ -199,10 +200,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d_bf16 = call.d.dtype == DType::bfloat16;
   // Our kernels, by gemm_path's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
   // M <= 32 with K % 128 == 0 (M <= 64 where the wgmma kernel cannot run), the TMA + wgmma kernel
-  // for the other 1D2D shapes with K % 16 == 0,
-  // the generic kernel for the rest; each also needs its operand layouts and alignment. auto
-  // runs the wgmma kernel where it takes the call; otherwise cuBLASLt (faster than decode from
-  // M = 16 on the H200), then decode, then generic.
+  // for the other 1D2D shapes with K % 16 == 0, the generic kernel for the rest; each also needs
+  // its operand layouts and alignment. auto: see auto_ours below.
   const int dev = call.d.device.index, arch = cuda::arch_of(dev);
   ArchDesc ad;
   ad.major = arch / 10;
@@ -213,7 +212,10 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   const bool wgmma = path == GemmPath::tma_wgmma && cuda::gemm_wgmma_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
-  if (be == Backend::cublaslt || (be == Backend::automatic && !wgmma)) {
+  // auto keeps cuBLASLt first up to kDecodeMaxM rows (faster there; ours are more accurate),
+  // and our wgmma kernel takes the calls it cannot from M = 33 instead of the decode kernel
+  const bool auto_ours = wgmma && a.rows > gemm_config::kDecodeMaxM;
+  if (be == Backend::cublaslt || (be == Backend::automatic && !auto_ours)) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
@@ -224,7 +226,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
       return;
     }
 #endif
-    if (be == Backend::cublaslt || !decode) fallback("gemm", "cublaslt", own, why);
+    if (be == Backend::cublaslt || (!decode && !wgmma)) fallback("gemm", "cublaslt", own, why);
   } else if (be == Backend::cuda_jit) {
     fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
   }
