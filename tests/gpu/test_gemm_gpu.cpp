@@ -286,6 +286,18 @@ TEST(GpuGemm, BackendSelection) {
   run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic, &ran);
   EXPECT_EQ(ran, "cuda-aot swap-AB decode");
   EXPECT_EQ(last_dispatch().fallback, "");
+  // M = 33..64: our wgmma kernel, not the decode kernel (cuda-aot, and auto where cuBLASLt cannot
+  // take M % 4 != 0); auto keeps cuBLASLt where it can up to 64 rows
+  Input x33(33, 512, ones(33, 512)), x64(64, 512, ones(64, 512));
+  QuantizedBuffers a33 = quantized("fp8_block_1x128:layout=mn_major_tma", x33, 33, 512);
+  QuantizedBuffers a64 = quantized("fp8_block_1x128:layout=mn_major_tma", x64, 64, 512);
+  run_gemm(a33, b, 33, 256, DType::bfloat16, Backend::automatic, &ran);
+  EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
+  EXPECT_EQ(last_dispatch().fallback, "");
+  run_gemm(a64, b, 64, 256, DType::bfloat16, Backend::cuda_aot, &ran);
+  EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
+  run_gemm(a64, b, 64, 256, DType::bfloat16, Backend::automatic, &ran);
+  EXPECT_EQ(ran, "cublaslt cublasLt VEC128 x BLK128x128");
   run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic, &ran);  // K % 128 != 0 and M % 4 != 0
   EXPECT_EQ(ran, "cuda-aot generic");
   EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;
