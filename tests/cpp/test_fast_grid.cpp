@@ -1,0 +1,61 @@
+// The grid of the specialised quantize kernels (cuda/quantize/fast_launch.hpp), a pure function
+// of the key and the shape: one CTA per row tile for the memory-bound kernels, two persistent
+// waves for FP4, one wave for fused kernels, and every row tile covered in each case.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "cuda/quantize/fast_launch.hpp"
+
+namespace mxq::cuda {
+namespace {
+
+constexpr int kSms = 132, kBlocksPerSm = 4;
+
+FastKey rows_key(num::Scheme s, num::ElemFormat e, int g, int fuse = 0) {
+  return FastKey{2, s, e, FastShape::rows, g, 1, num::ScaleLayout::row_major, num::ScaleLayout::row_major, fuse};
+}
+
+// Row tiles a CTA walks: ty, ty + grid.y, ... (fast_quantize_kernel's loop).
+int64_t tiles_of_busiest_cta(const dim3& grid, int64_t tiles_y) { return (tiles_y + grid.y - 1) / grid.y; }
+
+TEST(FastGrid, MemoryBoundKernelsLaunchOneCtaPerRowTile) {
+  for (const FastKey& k : {rows_key(num::Scheme::fp8_block, num::ElemFormat::e4m3fn, 128),
+                           rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32),
+                           rows_key(num::Scheme::fp8_tensor, num::ElemFormat::e4m3fn, 8)}) {
+    const FastGeometry g = fast_geometry(k);
+    const dim3 grid = fast_grid(k, 8192, 7168, kSms, kBlocksPerSm);
+    EXPECT_EQ(int64_t(grid.x), (7168 + g.tile_cols - 1) / g.tile_cols);
+    EXPECT_EQ(int64_t(grid.y), 8192 / g.tile_rows);
+    EXPECT_EQ(fast_grid(k, 1, 7168, kSms, kBlocksPerSm).y, 1u);
+    // beyond 65535 row tiles grid.y stays at the limit and each CTA loops over several
+    const int64_t rows = int64_t(g.tile_rows) * 70000;
+    const dim3 big = fast_grid(k, rows, 7168, kSms, kBlocksPerSm);
+    EXPECT_EQ(big.y, 65535u);
+    EXPECT_EQ(tiles_of_busiest_cta(big, 70000), 2);
+  }
+}
+
+TEST(FastGrid, Fp4KernelsWalkTheirRowTilesOverTwoPersistentWaves) {
+  const FastKey k = rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32);
+  const FastGeometry g = fast_geometry(k);
+  const int64_t tiles_y = 8192 / g.tile_rows;
+  const dim3 grid = fast_grid(k, 8192, 7168, kSms, kBlocksPerSm);
+  EXPECT_LE(int64_t(grid.x) * grid.y, 2 * kSms * kBlocksPerSm);
+  EXPECT_GT(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);  // more than one wave
+  EXPECT_GT(tiles_of_busiest_cta(grid, tiles_y), 1);            // persistent
+  EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+}
+
+TEST(FastGrid, FusedKernelsKeepOneWave) {
+  const FastKey k = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(3, false, true));
+  ASSERT_TRUE(fast_key_valid(k));
+  const FastGeometry g = fast_geometry(k);
+  const int64_t tiles_y = 8192 / g.tile_rows;
+  const dim3 grid = fast_grid(k, 8192, 7168, kSms, kBlocksPerSm);
+  EXPECT_LE(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);
+  EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+}
+
+}  // namespace
+}  // namespace mxq::cuda
