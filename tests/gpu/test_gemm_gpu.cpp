@@ -298,6 +298,13 @@ TEST(GpuGemm, BackendSelection) {
   EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
   run_gemm(a64, b, 64, 256, DType::bfloat16, Backend::automatic, &ran);
   EXPECT_EQ(ran, "cublaslt cublasLt VEC128 x BLK128x128");
+  // A's scales row_major: neither the wgmma kernel nor cuBLASLt takes it, the decode kernel does
+  QuantizedBuffers a48 = quantized("fp8_block_1x128", x64, 48, 512);
+  run_gemm(a48, b, 48, 256, DType::bfloat16, Backend::cuda_aot, &ran);
+  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  run_gemm(a48, b, 48, 256, DType::bfloat16, Backend::automatic, &ran);
+  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  EXPECT_EQ(last_dispatch().fallback, "");
   run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic, &ran);  // K % 128 != 0 and M % 4 != 0
   EXPECT_EQ(ran, "cuda-aot generic");
   EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;

@@ -62,6 +62,10 @@ std::vector<float> make_values(int64_t rows, int64_t cols, Values kind, uint64_t
       for (int c = 0; c < 32; ++c) x[size_t(c)] = 0.0f;
       for (int c = 32; c < 64; ++c) x[size_t(c)] = float(c) * 1e-41f;
     }
+    // and a block of the larger subnormals, whose products with the 2^127 multiplier of a block
+    // this small reach FP4 codes 1-4 (the bf16 FP4 path multiplies subnormal bf16 operands)
+    if (cols >= 96)
+      for (int c = 64; c < 96; ++c) x[size_t(c)] = float(c - 62) * (c % 2 ? -3e-40f : 3e-40f);
   }
   return x;
 }
