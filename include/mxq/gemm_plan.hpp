@@ -48,8 +48,11 @@ struct GemmPlan {
 };
 
 // The rule alone (no strings, for the per-call dispatch); plan_gemm reports it with the tiles.
+// `wgmma_operands`: whether the call's operands suit the wgmma kernel (scale layouts,
+// alignment: gemm() asks the kernel); where they do not, the decode kernel keeps M <= 64.
+// plan_gemm assumes they do.
 enum class GemmPath : uint8_t { swap_ab, tma_wgmma, generic };
-GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch);
+GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands = true);
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch);
 std::string to_string(const GemmPlan& p);
 

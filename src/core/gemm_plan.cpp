@@ -20,9 +20,10 @@ void fill_waves(GemmPlan& p, const ArchDesc& a) {
 
 }  // namespace
 
-GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch) {
+GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands) {
   if (arch.major != 9) return GemmPath::generic;
-  const bool decode = m <= kDecodeMaxM && k % 128 == 0, wgmma = kind == GemmKind::d1d2 && k % 16 == 0;
+  const bool decode = m <= kDecodeMaxM && k % 128 == 0,
+             wgmma = kind == GemmKind::d1d2 && k % 16 == 0 && wgmma_operands;
   if (decode && (m <= kDecodePreferMaxM || !wgmma)) return GemmPath::swap_ab;
   return wgmma ? GemmPath::tma_wgmma : GemmPath::generic;
 }

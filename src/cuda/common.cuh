@@ -155,62 +155,65 @@ __device__ __forceinline__ uint2 encode8(const float (&p)[8]) {
   return out;
 }
 
-// E2M1 satfinite codes of two values given as an f16 pair (low half -> bits 0-3, high half ->
-// bits 16-19), for values whose f16 rounding cannot change their E2M1 code: products of a 16-bit
-// input and a power of two are exact in f16 down to 2^-14, and anything smaller is code 0 either
-// way; f16 overflow gives Inf, which saturates to 6 like the fp32 value would. The rounding is
-// the fp32 encoder's magic-number addition, done on both halves at once: |h| is clamped to 6,
-// and adding 2^(9 + binade) rounds it to nearest even on E2M1's quantum there (0.5, 1 or 2).
-__device__ __forceinline__ uint32_t e2m1x2_from_f16x2(uint32_t h) {
+// E2M1 satfinite codes of two values given as a 16-bit float pair (low half -> bits 0-3, high
+// half -> bits 16-19), f16 or bf16 (kBf16), for values whose rounding to that format cannot
+// change their E2M1 code: products of a 16-bit input and a power of two (exact in f16 down to
+// 2^-14, in bf16 throughout; anything smaller is code 0 either way; overflow gives Inf, which
+// saturates to 6 like the fp32 value would). The rounding is the fp32 encoder's magic-number
+// addition (num::encode_e2m1_satfinite) on both halves at once: |h| is clamped to 6, and adding
+// 2^(M - 1) times its binade start b (M mantissa bits: 10 or 7) rounds it to nearest even on
+// E2M1's quantum there (0.5, 1 or 2). `sign` holds the sign bits (15 and 31) the codes take:
+// the input's, so that a product the hardware might flush keeps them.
+template <bool kBf16>
+__device__ __forceinline__ uint32_t e2m1x2_from_half2(uint32_t h, uint32_t sign) {
+  constexpr int kM = kBf16 ? 7 : 10, kBias = kBf16 ? 127 : 15;  // mantissa bits, exponent bias
+  constexpr uint32_t kExp = (kBf16 ? 0xffu : 0x1fu) << kM;     // exponent field of a half
+  constexpr uint32_t kOne = uint32_t(kBias) << kM, kSix = (uint32_t(kBias + 2) << kM) | (1u << (kM - 1));
+  constexpr uint32_t kMagic = uint32_t(kM - 1) << kM;          // b -> 2^(M - 1) b
+  auto pair = [](uint32_t x) { return x * 0x00010001u; };
   uint32_t a, e, sum;
-  asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(0x46004600u));
-  asm("max.f16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(0x3c003c00u));  // binade start, at least 1
-  const uint32_t b = e & 0x7c007c00u;  // the binade start's exponent bits per half
-  const uint32_t magic = b + 0x24002400u;  // 2^9, 2^10 or 2^11 per half
-  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
-  // code = quanta above magic + first code of the binade (0, 2, 4 = (magic >> 9) - 48)
-  //      = sum - b + (b >> 9) - 0x241e per half; each half's result is a code (0..7), so no
-  // borrow crosses the halves.
-  const uint32_t code = sum - b - 0x241e241eu + (b >> 9);
-  return code | ((h >> 12) & 0x00080008u);
+  if constexpr (kBf16) {
+    asm("{.reg .b32 t;\n\tabs.bf16x2 t, %1;\n\tmin.bf16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(pair(kSix)));
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(pair(kOne)));  // binade start, at least 1
+  } else {
+    asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(pair(kSix)));
+    asm("max.f16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(pair(kOne)));
+  }
+  const uint32_t b = e & pair(kExp);  // the binade start's exponent bits per half
+  const uint32_t magic = b + pair(kMagic);
+  if constexpr (kBf16) asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
+  else asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
+  // code = quanta above magic + the binade's first code 2 log2 b = sum - magic + (b >> (M - 1))
+  // - 2 bias per half; each half's result is a code (0..7), so no borrow crosses the halves.
+  const uint32_t code = sum - b - pair(kMagic + 2 * kBias) + (b >> (kM - 1));
+  return code | ((sign >> 12) & 0x00080008u);
 }
 
-// FP4 codes of 8 values with one power-of-two multiplier (see e2m1x2_from_f16x2), nibble i =
-// value i; a NaN multiplier (NaN block) gives code 0.
-__device__ __forceinline__ uint32_t quantize8_e2m1_pow2(const float (&v)[8], float m) {
-  uint32_t c[4];  // pair k: value 2k in bits 0-3, value 2k + 1 in bits 16-19
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    uint32_t h;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(num::mul_rn(v[2 * k + 1], m)), "f"(num::mul_rn(v[2 * k], m)));
-    c[k] = e2m1x2_from_f16x2(h);
-  }
-  // two pairs at once: t = c0 + (c1 << 8) has values 0, 2 in bits 0-3, 8-11 and values 1, 3 in
-  // bits 16-19, 24-27; t | (t >> 12) holds the bytes of both pairs in its low 16 bits.
+// Eight FP4 codes from four pairs (pair k: value 2k in bits 0-3, value 2k + 1 in bits 16-19),
+// nibble i = value i; a NaN multiplier (NaN block) gives code 0. Two pairs at once: t = c0 +
+// (c1 << 8) has values 0, 2 in bits 0-3, 8-11 and values 1, 3 in bits 16-19, 24-27, so
+// t | (t >> 12) holds the bytes of both pairs in its low 16 bits.
+__device__ __forceinline__ uint32_t pack_e2m1_pairs(const uint32_t (&c)[4], float m) {
   const uint32_t t01 = c[0] + (c[1] << 8), t23 = c[2] + (c[3] << 8);
   const uint32_t w = __byte_perm(t01 | (t01 >> 12), t23 | (t23 >> 12), 0x5410);
   return num::is_nan(m) ? 0u : w;
 }
 
-// The same rounding on a bf16 pair (bf16's 7-bit mantissa: magics 2^6, 2^7, 2^8 times the
-// binade start b), for products that are exact in bf16. `sign` holds the sign bits (15 and 31)
-// to give the codes: those of the input, so that a product the hardware might flush keeps them.
-__device__ __forceinline__ uint32_t e2m1x2_from_bf16x2(uint32_t h, uint32_t sign) {
-  uint32_t a, e, sum;
-  asm("{.reg .b32 t;\n\tabs.bf16x2 t, %1;\n\tmin.bf16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(0x40c040c0u));
-  asm("max.bf16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(0x3f803f80u));  // binade start, at least 1
-  const uint32_t b = e & 0x7f807f80u;
-  const uint32_t magic = b + 0x03000300u;  // 2^6 b per half
-  asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
-  // code = quanta above magic + 2 log2 b = sum - b - 0x0300 + (b >> 6) - 254 per half
-  const uint32_t code = sum - b - 0x03fe03feu + (b >> 6);
-  return code | ((sign >> 12) & 0x00080008u);
+// FP4 codes of 8 values with one power-of-two multiplier, through f16 pairs.
+__device__ __forceinline__ uint32_t quantize8_e2m1_pow2(const float (&v)[8], float m) {
+  uint32_t c[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint32_t h;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(num::mul_rn(v[2 * k + 1], m)), "f"(num::mul_rn(v[2 * k], m)));
+    c[k] = e2m1x2_from_half2<false>(h, h);
+  }
+  return pack_e2m1_pairs(c, m);
 }
 
-// FP4 codes of 8 bf16 values (4 words as loaded) with a power-of-two multiplier m, without
-// widening to fp32: x * m is exact in bf16 (it has fp32's exponent range and subnormals; m is
-// 2^k, itself exact in bf16), overflow gives Inf, which saturates to 6 as in fp32, and products
-// below 2^-126 are code 0 either way. Equal to quantize8_e2m1_pow2 of the widened values.
+// The same for 8 bf16 values (4 words as loaded) without widening to fp32: x * m is exact in
+// bf16 (it has fp32's exponent range and subnormals; m is 2^k, itself exact in bf16). Equal to
+// quantize8_e2m1_pow2 of the widened values.
 __device__ __forceinline__ uint32_t quantize8_e2m1_pow2_bf16(const uint32_t (&w)[4], float m) {
   const uint32_t m2 = (__float_as_uint(m) >> 16) * 0x00010001u;
   uint32_t c[4];
@@ -218,11 +221,9 @@ __device__ __forceinline__ uint32_t quantize8_e2m1_pow2_bf16(const uint32_t (&w)
   for (int k = 0; k < 4; ++k) {
     uint32_t h;
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h) : "r"(w[k]), "r"(m2));
-    c[k] = e2m1x2_from_bf16x2(h, w[k]);
+    c[k] = e2m1x2_from_half2<true>(h, w[k]);
   }
-  const uint32_t t01 = c[0] + (c[1] << 8), t23 = c[2] + (c[3] << 8);
-  const uint32_t out = __byte_perm(t01 | (t01 >> 12), t23 | (t23 >> 12), 0x5410);
-  return num::is_nan(m) ? 0u : out;
+  return pack_e2m1_pairs(c, m);
 }
 
 // quantize_element of eight values with one multiplier (a NaN multiplier marks a NaN block).

@@ -75,6 +75,11 @@ TEST(GemmPlan, DecodeTakesAllOfMInOneCta) {
     EXPECT_EQ(p.smem_bytes, gemm_config::decode_smem_bytes(m));
   }
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
+  // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond
+  EXPECT_EQ(gemm_path(48, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(64, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(65, 512, GemmKind::d1d2, kH200, false), GemmPath::generic);
+  EXPECT_EQ(gemm_path(48, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
   for (int64_t m : {33, 48, 64, 65}) {
     EXPECT_EQ(plan_gemm(m, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200).path, "tma-wgmma") << m;
     // where TMA cannot take K (K % 16 != 0) there is no K % 128 == 0 either: generic

@@ -275,35 +275,34 @@ TEST(GpuGemm, BackendSelection) {
   QuantizedBuffers a7odd = quantized("fp8_block_1x128:layout=mn_major_tma", x7odd, 7, 1000);
   QuantizedBuffers b = quantized("fp8_block_128x128", w, 256, 512), bodd = quantized("fp8_block_128x128", wodd, 256, 1000);
   std::string ran;
-  run_gemm(a128, b, 128, 256, DType::bfloat16, Backend::automatic, &ran);
-  EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
+  // the kernel a bf16 call of M rows x 256 x 512 ran on
+  auto ran_on = [&](QuantizedBuffers& a, int64_t m, Backend be) {
+    std::string r;
+    run_gemm(a, b, m, 256, DType::bfloat16, be, &r);
+    return r;
+  };
+  const std::string wgmma = "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32",
+                    decode = "cuda-aot swap-AB decode", cublaslt = "cublaslt cublasLt VEC128 x BLK128x128";
+  EXPECT_EQ(ran_on(a128, 128, Backend::automatic), wgmma);
   EXPECT_EQ(last_dispatch().fallback, "");
-  run_gemm(a128, b, 128, 256, DType::bfloat16, Backend::cublaslt, &ran);
-  EXPECT_EQ(ran, "cublaslt cublasLt VEC128 x BLK128x128");
+  EXPECT_EQ(ran_on(a128, 128, Backend::cublaslt), cublaslt);
   EXPECT_EQ(last_dispatch().fallback, "");
-  run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::cuda_aot, &ran);
-  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
-  run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic, &ran);
-  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  EXPECT_EQ(ran_on(a7, 7, Backend::cuda_aot), decode);
+  EXPECT_EQ(ran_on(a7, 7, Backend::automatic), decode);
   EXPECT_EQ(last_dispatch().fallback, "");
   // M = 33..64: our wgmma kernel, not the decode kernel (cuda-aot, and auto where cuBLASLt cannot
   // take M % 4 != 0); auto keeps cuBLASLt where it can up to 64 rows
   Input x33(33, 512, ones(33, 512)), x64(64, 512, ones(64, 512));
   QuantizedBuffers a33 = quantized("fp8_block_1x128:layout=mn_major_tma", x33, 33, 512);
   QuantizedBuffers a64 = quantized("fp8_block_1x128:layout=mn_major_tma", x64, 64, 512);
-  run_gemm(a33, b, 33, 256, DType::bfloat16, Backend::automatic, &ran);
-  EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
+  EXPECT_EQ(ran_on(a33, 33, Backend::automatic), wgmma);
   EXPECT_EQ(last_dispatch().fallback, "");
-  run_gemm(a64, b, 64, 256, DType::bfloat16, Backend::cuda_aot, &ran);
-  EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
-  run_gemm(a64, b, 64, 256, DType::bfloat16, Backend::automatic, &ran);
-  EXPECT_EQ(ran, "cublaslt cublasLt VEC128 x BLK128x128");
+  EXPECT_EQ(ran_on(a64, 64, Backend::cuda_aot), wgmma);
+  EXPECT_EQ(ran_on(a64, 64, Backend::automatic), cublaslt);
   // A's scales row_major: neither the wgmma kernel nor cuBLASLt takes it, the decode kernel does
   QuantizedBuffers a48 = quantized("fp8_block_1x128", x64, 48, 512);
-  run_gemm(a48, b, 48, 256, DType::bfloat16, Backend::cuda_aot, &ran);
-  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
-  run_gemm(a48, b, 48, 256, DType::bfloat16, Backend::automatic, &ran);
-  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  EXPECT_EQ(ran_on(a48, 48, Backend::cuda_aot), decode);
+  EXPECT_EQ(ran_on(a48, 48, Backend::automatic), decode);
   EXPECT_EQ(last_dispatch().fallback, "");
   run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic, &ran);  // K % 128 != 0 and M % 4 != 0
   EXPECT_EQ(ran, "cuda-aot generic");

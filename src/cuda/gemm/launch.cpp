@@ -207,14 +207,12 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   ad.major = arch / 10;
   ad.minor = arch % 10;
   ad.sms = cuda::sm_count(dev);
-  const GemmPath path = gemm_path(a.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad);
-  const bool wgmma = path == GemmPath::tma_wgmma && cuda::gemm_wgmma_takes(p);
-  // the decode kernel: its shapes, and the M = 33..64 calls whose operands the wgmma kernel
-  // refuses (A's scales not fp32 mn_major_tma, unaligned scales), which it ran before M = 33..64
-  // moved to the wgmma kernel
-  const bool decode_shape = path == GemmPath::swap_ab || (path == GemmPath::tma_wgmma && !wgmma &&
-                                                          a.rows <= gemm_config::kDecodeMaxM && a.cols % 128 == 0);
-  const bool decode = decode_shape && aligned16(a.data.data) && aligned16(b.data.data);
+  // the wgmma kernel's operand checks feed the rule: M = 33..64 calls it refuses (A's scales not
+  // fp32 mn_major_tma, unaligned scales) stay on the decode kernel
+  const GemmPath path = gemm_path(a.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
+                                  cuda::gemm_wgmma_takes(p));
+  const bool wgmma = path == GemmPath::tma_wgmma;
+  const bool decode = path == GemmPath::swap_ab && aligned16(a.data.data) && aligned16(b.data.data);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
   // auto keeps cuBLASLt first up to kDecodeMaxM rows (faster there; ours are more accurate),
