@@ -7,6 +7,7 @@
 #   MXQ_SKIP_SANITIZER=1 ...                      no compute-sanitizer
 #   MXQ_SANITIZERS="memcheck racecheck" ...       which compute-sanitizer tools (default all four)
 #   MXQ_PEER_TIMEOUT=240 ...                      seconds for the torch.compile peer (default 420)
+#   MXQ_PEER_ARGS='--recipes mxfp8:dir=both' ...  arguments of bench/gpu/peer_torch.py (default all recipes)
 #   MXQ_NCU="mxfp8 nvfp4" ...                     ncu profile of one launch per recipe
 #   MXQ_SASS=REGEX ...                            SASS of the matching bf16 fast kernels
 #   MXQ_GPU_TEST_FILTER='GpuFused.*' ...          gtest filter of the GPU tests (default all)
@@ -100,7 +101,7 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t2=$(date +%s.%N)
   note "jit warm-up of every configuration: cold $(python3 -c "print(round($t1 - $t0, 2))") s, from the disk cache $(python3 -c "print(round($t2 - $t1, 2))") s ($(ls "$jc" | wc -l) entries)"
   "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
-  [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
+  [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" ${MXQ_PEER_ARGS:-} >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
   # The GEMM (issue 6): cuBLASLt's block-scaled path and the generic kernel through mxq::gemm.
   "$BUILD/bench/gpu/bench_gemm_gpu" ${MXQ_GEMM_BENCH_ARGS:-} >"$OUT/bench_gemm.log" 2>&1 || note "bench_gemm: FAILED rc=$?"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"

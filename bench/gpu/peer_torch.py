@@ -114,7 +114,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--shapes", default="8192x7168")
+    ap.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated, of: " + ", ".join(RECIPES))
     args = ap.parse_args()
+    chosen = [r for r in args.recipes.split(",") if r]
+    unknown = [r for r in chosen if r not in RECIPES]
+    if unknown:
+        ap.error(f"--recipes: unknown {unknown}; expected some of {list(RECIPES)}")
     torch.manual_seed(0)
     rows = []
     for shape in args.shapes.split(","):
@@ -124,7 +129,8 @@ def main():
         copy_ms, _ = bench(lambda t: dst.copy_(t), x)
         copy_gbps = 2 * x.nbytes / copy_ms / 1e6
         rows.append({"recipe": "copy (torch)", "shape": shape, "ms": copy_ms, "gbps": copy_gbps})
-        for name, fn in RECIPES.items():
+        for name in chosen:
+            fn = RECIPES[name]
             compiled = torch.compile(fn, dynamic=False)
             ms, out = bench(compiled, x)
             nbytes = x.nbytes + sum(t.nbytes for t in out if torch.is_tensor(t))

@@ -104,6 +104,8 @@ std::vector<std::string> recipes_under_test() {
       "fp8_block_1x64", "fp8_block_1x64:dir=both,colform=same", "fp8_block_1x32:eps=0", "fp8_block_128x128", "fp8_block_128x128:dir=both",
       "fp8_block_1x128:dir=both", "mxfp8", "mxfp8:dir=both", "mxfp8:dir=both,colform=same", "mxfp8:dir=col",
       "mxfp8:rounding=floor", "mxfp8:layout=swizzled_128x4,dir=both", "mxfp8:layout=packed_ue8m0",
+      "mxfp8:layout=packed_ue8m0,dir=both", "mxfp8:layout=swizzled_128x4,dir=both,colform=same",
+      "mxfp4:layout=packed_ue8m0,dir=both",
       "mxfp8_e5m2:dir=both", "mxfp4", "mxfp4:dir=both", "mxfp4:dir=both,colform=same",
       "mxfp4:layout=swizzled_128x4", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4:dir=both", "nvfp4_2d",
       "nvfp4_2d:dir=both", "fp4_block_1x32", "fp4_block_1x32:dir=both",

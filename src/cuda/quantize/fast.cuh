@@ -97,6 +97,16 @@ struct Spread {
   }
 };
 
+// Type selection: A when kFirst, else B.
+template <bool kFirst, class A, class B>
+struct Pick {
+  using type = A;
+};
+template <class A, class B>
+struct Pick<false, A, B> {
+  using type = B;
+};
+
 // A fused tile as loaded: the input words of kR rows x 8 columns (x, and the gate half or the
 // backward pass's act_input), not yet transformed, so that the next tile's loads can be in
 // flight while this one is computed (as the plain kernels do with their input words).
@@ -394,8 +404,15 @@ struct FastTile {
           const int64_t r = r0 + RowSpread::index(lane, t);
           // lanes beyond the first kP of a group hold copies; the first ones store, whether or
           // not their own columns exist (a partial last block may have only one live lane)
-          if (block_live && r < p.rows && (cl % C::kLanesG) < RowSpread::kP)
-            put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, block_col<C::kG>(c0), bs.stored);
+          if ((cl % C::kLanesG) < RowSpread::kP) {
+            const bool live = block_live && r < p.rows;
+            if (stage_row_scales(p)) {
+              const int local_r = ((warp / C::kWC) * C::kRL + rl) * kR + RowSpread::index(lane, t);
+              row_scale_stage()[local_r][((warp % C::kWC) * C::kCL + cl) / C::kLanesG] = live ? uint8_t(bs.stored) : 0;
+            } else if (live) {
+              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, block_col<C::kG>(c0), bs.stored);
+            }
+          }
         }
 #pragma unroll
         for (int i = 0; i < kR; ++i) mult[i] = RowSpread::fetch(mine, i, lane);
@@ -422,21 +439,43 @@ struct FastTile {
     __shared__ __align__(4) uint8_t stage[C::kTileCols][4];
     return stage;
   }
-  __device__ static void store_col_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
-    const num::ScaleGeometry& g = p.col_geom;
-    const int64_t kb0 = tile_r / C::kH;
-    auto* out = static_cast<uint8_t*>(p.col_scales);
-    for (int col = threadIdx.x; col < C::kTileCols; col += C::kThreads) {
-      const int64_t c = tile_c + col;
-      if (c >= p.cols) continue;
-      const int64_t at = num::scale_offset_for<C::kColLayout>(g, c, kb0);
-      if (kb0 + 4 <= g.kb && at % 4 == 0) {
-        *reinterpret_cast<uint32_t*>(out + at) = *reinterpret_cast<const uint32_t*>(col_scale_stage()[col]);
-      } else {
-        for (int k = 0; k < 4 && kb0 + k < g.kb; ++k)
-          out[num::scale_offset_for<C::kColLayout>(g, c, kb0 + k)] = col_scale_stage()[col][k];
-      }
+  // Staged 1-byte scales of blocks (i, kb0 .. kb0 + kN - 1), consecutive in layout L: one kN-byte
+  // store where it is aligned and within the matrix, else one byte each.
+  template <num::ScaleLayout L, int kN>
+  __device__ static void store_scale_run(void* scales, const num::ScaleGeometry& g, int64_t i, int64_t kb0,
+                                         const uint8_t (&staged)[kN]) {
+    using Word = typename Pick<kN == 4, uint32_t, uint16_t>::type;
+    static_assert(kN == 2 || kN == 4, "2- or 4-byte runs");
+    auto* out = static_cast<uint8_t*>(scales);
+    const int64_t at = num::scale_offset_for<L>(g, i, kb0);
+    if (kb0 + kN <= g.kb && at % kN == 0) {
+      *reinterpret_cast<Word*>(out + at) = *reinterpret_cast<const Word*>(staged);
+    } else {
+      for (int k = 0; k < kN && kb0 + k < g.kb; ++k) out[num::scale_offset_for<L>(g, i, kb0 + k)] = staged[k];
     }
+  }
+  __device__ static void store_col_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    for (int col = threadIdx.x; col < C::kTileCols && tile_c + col < p.cols; col += C::kThreads)
+      store_scale_run<C::kColLayout>(p.col_scales, p.col_geom, tile_c + col, tile_r / C::kH, col_scale_stage()[col]);
+  }
+
+  // Rowwise 1-byte scales likewise when the CTA also writes columns (row+col in one pass): the
+  // kTileCols / kG blocks of a row in the tile are consecutive bytes in row_major,
+  // packed_ue8m0 and swizzled_128x4 (the tile starts a 4-block group), so each row goes out as
+  // one 2- or 4-byte store instead of one 1-byte store per block.
+  static constexpr int kRowScaleBytes = C::kTileCols / C::kG;
+  static constexpr bool kStageRowScales = C::kShape == FastShape::colblocks && C::kWR == 4 &&
+                                          C::kScheme == num::Scheme::mx &&
+                                          C::kRowLayout != num::ScaleLayout::mn_major_tma &&
+                                          (kRowScaleBytes == 2 || kRowScaleBytes == 4);
+  __device__ static bool stage_row_scales(const TileParams& p) { return kStageRowScales && p.col; }
+  __device__ static uint8_t (&row_scale_stage())[C::kTileRows][kRowScaleBytes] {
+    __shared__ __align__(4) uint8_t stage[C::kTileRows][kRowScaleBytes];
+    return stage;
+  }
+  __device__ static void store_row_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    for (int lr = threadIdx.x; lr < C::kTileRows && tile_r + lr < p.rows; lr += C::kThreads)
+      store_scale_run<C::kRowLayout>(p.row_scales, p.row_geom, tile_r + lr, tile_c / C::kG, row_scale_stage()[lr]);
   }
 
   __device__ static void run_columns(const uint32_t (&w)[kR][kW], int64_t r0, int64_t c0, const TileParams& p,
@@ -488,10 +527,14 @@ struct FastTile {
     if (p.col_transposed) {
       // Output row c holds input column c. Each thread's 8 rows of a column are 8 consecutive
       // codes; they are staged so that the CTA stores whole 16-byte pieces of each output row.
-      constexpr int kPer = kFp4 ? 2 : 1;                   // codes per byte
-      constexpr int kColBytes = C::kTileRows / kPer;       // bytes of one column in this tile
-      constexpr int kPitch = kColBytes + 16;               // 16-byte rows that stagger the banks
-      __shared__ __align__(16) uint8_t stage[C::kTileCols][kPitch];
+      constexpr int kPer = kFp4 ? 2 : 1;              // codes per byte
+      constexpr int kColBytes = C::kTileRows / kPer;  // bytes of one column in this tile
+      constexpr int kPieces = kColBytes / 16;         // 16-byte pieces per column
+      // Piece q of column c is kept at piece q ^ (c / 8 % kPieces): a warp's column lanes write
+      // columns 8 apart, which a padded pitch (any multiple of 16 bytes) put in one bank (an
+      // 8-way conflict); swizzled, each write and each 16-byte read takes the fewest wavefronts.
+      __shared__ __align__(16) uint8_t stage[C::kTileCols][kColBytes];
+      auto piece_at = [](int col, int piece) { return (piece ^ ((col >> 3) & (kPieces - 1))) * 16; };
       const int cl = lane % C::kCL, warp = threadIdx.x >> 5;
       const int local_r = int((warp / C::kWC) * C::kRL + rl) * kR;
       const int64_t tile_r = r0 - local_r;
@@ -503,19 +546,22 @@ struct FastTile {
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[i] = element<C::kDType>(w[i], j);
         const uint2 codes = codes8(v, cmult[j], rule);
-        uint8_t* d = &stage[local_c + j][local_r / kPer];
+        const int byte = local_r / kPer;  // within one piece: 8 codes are 8 (FP8) or 4 (FP4) bytes
+        uint8_t* d = &stage[local_c + j][piece_at(local_c + j, byte / 16) + byte % 16];
         if constexpr (kFp4) *reinterpret_cast<uint32_t*>(d) = codes.x;
         else *reinterpret_cast<uint2*>(d) = codes;
       }
       __syncthreads();
       if constexpr (kStageColScales) store_col_scales(tile_r, tile_c, p);
-      constexpr int kPieces = kColBytes / 16;  // 16-byte pieces per column
+      if constexpr (kStageRowScales) {
+        if (p.row) store_row_scales(tile_r, tile_c, p);
+      }
       const bool aligned = p.rows % (16 * kPer) == 0;
       for (int q = threadIdx.x; q < C::kTileCols * kPieces; q += C::kThreads) {
         const int col = q / kPieces, piece = q % kPieces;
         const int64_t c = tile_c + col, r = tile_r + piece * 16 * kPer;
         if (c >= p.cols || r >= p.rows) continue;
-        const uint8_t* src = &stage[col][piece * 16];
+        const uint8_t* src = &stage[col][piece_at(col, piece)];
         const int64_t at = (c * p.rows + r) / kPer;
         if (aligned && r + 16 * kPer <= p.rows) {
           *reinterpret_cast<uint4*>(p.col_data + at) = *reinterpret_cast<const uint4*>(src);
@@ -534,6 +580,15 @@ struct FastTile {
         elements<C::kDType>(w[i], v);
         const uint2 codes = quantize8_each<kElem>(v, cmult);
         store_codes(out + i * pitch, codes, i < n);
+      }
+      if constexpr (kStageRowScales) {
+        if (p.row) {  // the same-shape form has no barrier of its own: two for the staged scales
+          const int warp = threadIdx.x >> 5;
+          __syncthreads();
+          store_row_scales(r0 - int((warp / C::kWC) * C::kRL + rl) * kR,
+                           c0 - (lane % C::kCL) * 8 - (warp % C::kWC) * 8 * C::kCL, p);
+          __syncthreads();  // the stage is rewritten by the next row tile
+        }
       }
     }
   }
@@ -559,15 +614,6 @@ struct FusedLoad {
     transform<C>(raw, y, r0, c0, p);
     return y;
   }
-};
-
-template <bool kFirst, class A, class B>
-struct Pick {
-  using type = A;
-};
-template <class A, class B>
-struct Pick<false, A, B> {
-  using type = B;
 };
 
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads

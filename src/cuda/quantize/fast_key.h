@@ -72,9 +72,14 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   g.rl = rows ? 1 : (colblocks ? k.h / 8 : 2);
   g.cl = 32 / g.rl;
   // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
-  // 128-byte line of FP8 codes per column) and is stored through shared memory.
+  // 128-byte line of FP8 codes per column) and is stored through shared memory. FP8 in 32-row
+  // blocks (MXFP8) also takes 2 warps across: a 128 x 128 tile whose rows are whole 128-byte
+  // lines of codes and whole 4-byte words of scales (ncu, session 7: at 128 x 64 the row+col
+  // kernel sent 2x the L2 requests per byte of the rowwise one, half of them 1-byte scales,
+  // and L2 ran at 89% with DRAM at 62%).
+  const bool wide = colblocks && k.h == 32 && k.elem != num::ElemFormat::e2m1;
   g.wr = rows ? 2 : (colblocks ? 4 : (k.h > 16 ? k.h / 16 : 1));
-  g.wc = (colblocks ? 4 : 8) / g.wr;
+  g.wc = (colblocks ? (wide ? 8 : 4) : 8) / g.wr;
   g.threads = 32 * g.wr * g.wc;
   g.tile_rows = g.r * g.rl * g.wr;
   g.tile_cols = 8 * g.cl * g.wc;
