@@ -118,9 +118,10 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 // K % 16 == 0, 16-byte aligned operands and row strides, no bias, C only with an fp32 D.
 // Our kernels (cuda-aot; auto prefers them): the TMA + wgmma kernel when A's scales are fp32 in
 // layout mn_major_tma, B's 128 x 128 fp32 (any layout), K % 16 == 0 and A, B and A's scales are
-// 16-byte aligned (any M, N; under auto for M > 64, and from 33 where cuBLASLt cannot run); the swap-AB decode kernel for M <= 32 with
-// K % 128 == 0 (M <= 64 where the wgmma kernel cannot run); the generic kernel (correct for any shape, not fast; under auto a fallback,
-// which strict mode refuses) for the rest.
+// 16-byte aligned (any M, N; under auto for M > 64, and from 33 where cuBLASLt cannot run); the
+// swap-AB decode kernel for M <= 32 with K % 128 == 0 (M <= 64 where the wgmma kernel cannot
+// run); the generic kernel (correct for any shape, not fast; under auto a fallback, which strict
+// mode refuses) for the rest.
 struct GemmOptions {
   Backend backend = Backend::automatic;
   float alpha = 1.0f;

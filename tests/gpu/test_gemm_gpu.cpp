@@ -263,8 +263,9 @@ TEST(GpuGemm, RandomAgainstReference) {
 }
 
 // auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
-// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's kinds), and says why not (a fallback, which strict
-// mode refuses) where none does; cublaslt refuses quantize; cuda-jit falls back.
+// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
+// kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
+// refuses quantize; cuda-jit falls back.
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
   auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };
