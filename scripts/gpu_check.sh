@@ -9,6 +9,7 @@
 #   MXQ_PEER_TIMEOUT=240 ...                      seconds for the torch.compile peer (default 420)
 #   MXQ_PEER_ARGS='--recipes mxfp8:dir=both' ...  arguments of bench/gpu/peer_torch.py (default all recipes)
 #   MXQ_NCU="mxfp8 nvfp4" ...                     ncu profile of one launch per recipe
+#   MXQ_NCU_ARGS='--section MemoryWorkloadAnalysis_Tables --print-details all' ...  more ncu sections / metrics
 #   MXQ_SASS=REGEX ...                            SASS of the matching bf16 fast kernels
 #   MXQ_GPU_TEST_FILTER='GpuFused.*' ...          gtest filter of the GPU tests (default all)
 #   MXQ_SANITIZE_FILTER='GpuFused.*' ...          gtest filter of memcheck (default all)
@@ -86,7 +87,7 @@ if [ -n "${MXQ_NCU:-}" ]; then  # MXQ_NCU="mxfp8 nvfp4 ...": one profiled tile-k
   for r in $MXQ_NCU; do
     ncu --clock-control none -k regex:quantize_ --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats --section InstructionStats \
-      "$BUILD/bench/gpu/bench_quantize_gpu" --only "$r" >"$OUT/ncu_${r//[^a-z0-9_]/_}.txt" 2>&1
+      ${MXQ_NCU_ARGS:-} "$BUILD/bench/gpu/bench_quantize_gpu" --only "$r" >"$OUT/ncu_${r//[^a-z0-9_]/_}.txt" 2>&1
     note "ncu $r: $(grep -E 'Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Instructions |Issue Slots Busy' "$OUT/ncu_${r//[^a-z0-9_]/_}.txt" | tr -s ' ' | tr '\n' ';')"
   done
 fi

@@ -13,30 +13,102 @@ namespace {
 
 using mxq::num::ElemFormat;
 
-TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
-  std::atomic<uint64_t> mismatches{0}, checked{0};
-  std::atomic<uint32_t> first_bad{0};
+// Runs `check` on every non-NaN fp32 value over the machine's threads. `check` returns a mask of
+// the conditions it found (bit k: condition k); the sweep counts each and keeps the first value
+// that showed condition 0.
+struct Sweep {
+  uint64_t count[2] = {0, 0}, checked = 0;
+  uint32_t first = 0;
+};
+template <class Check>
+Sweep sweep_all_fp32(Check check) {
+  std::atomic<uint64_t> count[2] = {0, 0}, checked{0};
+  std::atomic<uint32_t> first{0};
   const unsigned nthreads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < nthreads; ++t)
     pool.emplace_back([&, t] {
-      uint64_t bad = 0, n = 0;
+      uint64_t c[2] = {0, 0}, n = 0;
       const uint64_t begin = (uint64_t(1) << 32) * t / nthreads, end = (uint64_t(1) << 32) * (t + 1) / nthreads;
       for (uint64_t b = begin; b < end; ++b) {
         const float x = mxq::num::bits_float(uint32_t(b));
         if (mxq::num::is_nan(x)) continue;
         ++n;
-        if (mxq::num::encode_e2m1_satfinite(x) !=
-            mxq::num::encode(x, ElemFormat::e2m1, mxq::num::Saturation::satfinite)) {
-          if (bad++ == 0) first_bad = uint32_t(b);
-        }
+        const unsigned found = check(x);
+        if ((found & 1u) && c[0]++ == 0) first = uint32_t(b);
+        if (found & 2u) ++c[1];
       }
-      mismatches += bad;
+      count[0] += c[0];
+      count[1] += c[1];
       checked += n;
     });
   for (auto& th : pool) th.join();
-  EXPECT_EQ(checked.load(), (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
-  EXPECT_EQ(mismatches.load(), 0u) << "first mismatch at fp32 bits 0x" << std::hex << first_bad.load();
+  Sweep s;
+  s.count[0] = count[0];
+  s.count[1] = count[1];
+  s.checked = checked;
+  s.first = first;
+  return s;
+}
+
+TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
+  const Sweep s = sweep_all_fp32([](float x) {
+    return unsigned(mxq::num::encode_e2m1_satfinite(x) !=
+                    mxq::num::encode(x, ElemFormat::e2m1, mxq::num::Saturation::satfinite));
+  });
+  EXPECT_EQ(s.checked, (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
+  EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
+}
+
+// fp32 -> f16 toward zero, as cvt.rz.f16x2.f32 converts (finite overflow stays at 65504), and
+// whether that was inexact. The GPU's FP4 encoder for fp32 products (common.cuh
+// e2m1x2_from_f32) then sets the last bit where it was: f16 rounded to odd.
+uint16_t f16_toward_zero(float x, bool& inexact) {
+  const uint32_t b = mxq::num::float_bits(x), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+  const int e = int(a >> 23) - 127;
+  uint32_t h;
+  if (a == 0x7f800000u) {
+    h = 0x7c00u;
+    inexact = false;
+  } else if (e >= 16) {  // 65536 and up
+    h = 0x7bffu;
+    inexact = true;
+  } else if (e >= -14) {  // f16 normal: keep 10 of the 23 fraction bits
+    h = (uint32_t(e + 15) << 10) | ((a >> 13) & 0x3ffu);
+    inexact = (a & 0x1fffu) != 0;
+  } else {  // f16 subnormal or zero: multiples of 2^-24 (fp32 subnormals shift everything out)
+    const int shift = 13 + (-14 - e);
+    const uint32_t m = (a & 0x7fffffu) | (a >> 23 ? 0x800000u : 0u);
+    h = shift >= 32 ? 0u : m >> shift;
+    inexact = shift >= 32 ? m != 0 : (m & ((1u << shift) - 1)) != 0;
+  }
+  return uint16_t(sign | h);
+}
+
+float f16_value(uint16_t h) {
+  const uint32_t e = (h >> 10) & 31u, m = h & 0x3ffu;
+  const float v = e == 31   ? mxq::num::bits_float(0x7f800000u)
+                  : e == 0 ? float(m) * 5.9604644775390625e-08f  // m * 2^-24, exact
+                           : mxq::num::bits_float(((e + 112u) << 23) | (m << 13));
+  return h & 0x8000u ? -v : v;
+}
+
+// The GPU rounds fp32 products (NVFP4, non-power-of-two FP4 scales) to E2M1 through f16 pairs
+// rounded to odd, then the f16 encoder (the same magic-number rounding, on f16 values exactly
+// representable in fp32; the GPU tests hold it to the CPU bit for bit). Rounding to odd loses
+// nothing that the final rounding to nearest even needs: every non-NaN fp32 value gives the code
+// it gives directly. The same steps with plain truncation (no odd bit) must fail, so that this
+// test can.
+TEST(FastPaths, E2M1ThroughF16RoundedToOddMatchesForAllFp32) {
+  const Sweep s = sweep_all_fp32([](float x) {
+    const uint8_t want = mxq::num::encode_e2m1_satfinite(x);
+    bool inexact = false;
+    const uint16_t rz = f16_toward_zero(x, inexact), odd = inexact ? uint16_t(rz | 1u) : rz;
+    return unsigned(mxq::num::encode_e2m1_satfinite(f16_value(odd)) != want) |
+           (unsigned(mxq::num::encode_e2m1_satfinite(f16_value(rz)) != want) << 1);
+  });
+  EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
+  EXPECT_GT(s.count[1], 0u) << "truncation alone (no odd bit) should have mismatched";
 }
 
 TEST(FastPaths, QuantizedNaNCodes) {
