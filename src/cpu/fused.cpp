@@ -36,7 +36,7 @@ void quantize_fused(const QuantizeCall& call, const QuantizedTensor& out, const 
         if (gated) v = num::mul_rn(num::act_f(num::gate_of(a), read(x, r, c)), read(x, r, c + n));
         else if (backward) v = num::mul_rn(read(x, r, c), num::dact_f(a, read(call.act_input, r, c)));
         else v = num::act_f(a, read(x, r, c));
-        y[size_t(r * n + c)] = v;
+        y[size_t(r * n + c)] = num::canonical_nan(v);
       }
   };
   const int64_t workers = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<int64_t>(1, m / 64));

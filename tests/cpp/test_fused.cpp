@@ -43,6 +43,23 @@ TEST(Fused, ActivationEqualsQuantizingItsOutput) {
     }
 }
 
+// silu(-Inf) = -Inf * 0 and a negative NaN input both make NaNs whose sign x86 and the GPU
+// disagree on; the fused values are canonicalised, so the codes are the positive NaN (0x7f for
+// e4m3fn), and the NaN-free block next to them is quantized as usual.
+TEST(Fused, NaNsTheActivationMakesAreCanonical) {
+  std::vector<float> x(64, 1.5f);
+  x[0] = -INFINITY;
+  x[1] = num::bits_float(0xffc00000u);  // -NaN
+  QuantizeOptions o;
+  o.activation = Activation::silu;
+  const Outputs got = fused("mxfp8", x, 1, 64, 64, o);
+  EXPECT_EQ(got.data[0], 0x7f);
+  EXPECT_EQ(got.data[1], 0x7f);
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = num::canonical_nan(num::act_f(Activation::silu, x[i]));
+  EXPECT_EQ(got.concat(), plain("mxfp8", y, 1, 64).concat());
+}
+
 TEST(Fused, GatedActivationsHalveTheWidth) {
   const int64_t r = 17, n = 64;
   std::vector<float> x = random_matrix(r, 2 * n, 6);

@@ -467,13 +467,14 @@ struct Fused {
 // subnormals). With noop every GPU output, dbias
 // included, must still hold its poison.
 // graphed: the GPU call is captured into a CUDA graph (global capture mode) and replayed once.
-void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f, uint64_t seed, bool graphed = false) {
+void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f, uint64_t seed, bool graphed = false,
+                 Values values = Values::normal_outliers) {
   const Recipe recipe = Recipe::parse(recipe_text);
   shape = adapt(recipe, shape);
   const bool gated = num::is_gated(f.act);
   const int64_t in_cols = gated ? 2 * shape.cols : shape.cols;
-  const std::vector<uint8_t> xb = to_dtype(make_values(shape.rows, in_cols, Values::normal_outliers, seed), dt);
-  const std::vector<uint8_t> ab = to_dtype(make_values(shape.rows, in_cols, Values::normal_outliers, seed + 7), dt);
+  const std::vector<uint8_t> xb = to_dtype(make_values(shape.rows, in_cols, values, seed), dt);
+  const std::vector<uint8_t> ab = to_dtype(make_values(shape.rows, in_cols, values, seed + 7), dt);
   DeviceBuffer xg(kGpu, int64_t(xb.size())), ag(kGpu, int64_t(ab.size()));
   xg.upload(xb.data());
   ag.upload(ab.data());
@@ -573,6 +574,18 @@ TEST(GpuFused, EveryActivationBitExact) {
       ++cases;
       if (!num::is_gated(Activation(a))) {
         check_fused("mxfp8:dir=both", DType::bfloat16, s, {Activation(a), true, true, false}, uint64_t(a) + 50);
+        if (HasFatalFailure()) return;
+        ++cases;
+      }
+      // NaN, Inf and subnormal inputs (NaNs the activations make, canonicalised on both sides);
+      // no dbias, whose NaN sums have no tolerance to compare within
+      check_fused("mxfp8:dir=both", DType::bfloat16, s, {Activation(a), false, false, false}, uint64_t(a) + 90, false,
+                  Values::special);
+      if (HasFatalFailure()) return;
+      ++cases;
+      if (!num::is_gated(Activation(a))) {
+        check_fused("mxfp8", DType::bfloat16, s, {Activation(a), true, false, false}, uint64_t(a) + 130, false,
+                    Values::special);
         if (HasFatalFailure()) return;
         ++cases;
       }

@@ -58,6 +58,11 @@ MXQ_HD bool is_finite(float x) { return (float_bits(x) & kF32AbsMask) < kF32InfB
 MXQ_HD float abs_f(float x) { return bits_float(float_bits(x) & kF32AbsMask); }
 MXQ_HD float flt_max() { return bits_float(kF32MaxBits); }
 MXQ_HD float quiet_nan() { return bits_float(kF32NaNBits); }
+// Any NaN as the canonical quiet NaN. A NaN that arithmetic makes (Inf * 0, NaN inputs) has a
+// sign and payload that differ between x86 and the GPU, and the element encoders keep a NaN's
+// sign: values a backend computes (dequantized values, the fused activations) are canonicalised
+// before they are stored or quantized, so every backend writes the same bits.
+MXQ_HD float canonical_nan(float x) { return is_nan(x) ? quiet_nan() : x; }
 
 // C99 fminf semantics (a NaN operand is ignored), written out so host and device agree.
 MXQ_HD float fmin_ignore_nan(float a, float b) {
@@ -108,6 +113,29 @@ MXQ_HD float rcp_rn(float x) {
   return __frcp_rn(x);
 #else
   return 1.0f / x;
+#endif
+}
+// a * b + c rounded once (IEEE fusedMultiplyAdd): the GPU's FFMA, the host's fmaf (glibc's is
+// correctly rounded with or without FMA hardware). Written out where a formula wants it, never
+// left to the compiler's contraction.
+MXQ_HD float fma_rn(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+// 1 / d correctly rounded, for 1 <= d <= 2^126 only (the caller guarantees it). On the GPU this
+// is __frcp_rn's fast path without its range check and slow-path branch: MUFU.RCP and one
+// Newton step in FMAs, the steps __frcp_rn itself takes for every such d (tests/gpu/
+// test_numerics_gpu.cu compares the two on every fp32 value in the range).
+MXQ_HD float rcp_rn_ge1(float d) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  return __fmaf_rn(r, __fmaf_rn(-d, r, 1.0f), r);
+#else
+  return 1.0f / d;
 #endif
 }
 MXQ_HD float add_rn(float a, float b) {

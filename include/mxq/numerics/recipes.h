@@ -231,7 +231,6 @@ MXQ_HD BlockScale block_scale(const ScaleRule& r, float amax) {
 
 // Dequantized value: (q * block) * global in fp32 (FORMATS.md section 4). A NaN result is the
 // canonical quiet NaN on every backend (the GPU's NaN products carry another payload).
-MXQ_HD float canonical_nan(float y) { return is_nan(y) ? quiet_nan() : y; }
 MXQ_HD float dequantize_value(uint8_t code, ElemFormat f, float block, float global) {
   return canonical_nan(mul_rn(mul_rn(decode(code, f), block), global));
 }

@@ -213,7 +213,7 @@ __device__ __forceinline__ Row8 act_row(Row8 x) {
 }
 
 // y = f(input) of a raw tile as fp32 bits, zeros outside the tensor (the CPU reference's act_f /
-// dact_f in the same order).
+// dact_f in the same order, NaN canonicalised as there).
 template <class C>
 __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::kR][8], int64_t r0, int64_t c0,
                                           const TileParams& p) {
@@ -238,7 +238,7 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
     }
     const bool live = col_live && r0 + i < p.rows;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[i][j] = live ? __float_as_uint(y.v[j]) : 0u;
+    for (int j = 0; j < 8; ++j) w[i][j] = live ? __float_as_uint(num::canonical_nan(y.v[j])) : 0u;
   }
 }
 

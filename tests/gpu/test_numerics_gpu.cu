@@ -1,0 +1,108 @@
+// The fused activations' arithmetic (numerics/activations.h) on the GPU against the same lines
+// run on the host, bit for bit, for every bf16 value and a sweep of 2^20 fp32 bit patterns
+// spread over the whole range (NaN, Inf, subnormals and both signs included). The fused
+// quantize tests see these functions only through a quantizer that rounds most differences
+// away; this test sees every bit. A NaN equals any NaN here: x86 and the GPU give NaNs different
+// signs and payloads, and the fused kernels canonicalise them (num::canonical_nan) on both sides.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "mxq/numerics/activations.h"
+
+namespace mxq::gpu_test {
+namespace {
+
+using num::Activation;
+
+// Function f of the table: 0-5 act_f of gelu .. srelu, 6-11 dact_f of the same, 12-15 exp_f,
+// tanh_f, erf_f and sigmoid_f.
+constexpr int kFunctions = 16;
+
+__host__ __device__ inline float evaluate(int f, float x) {
+  if (f < 6) return num::act_f(Activation(f + 1), x);
+  if (f < 12) return num::dact_f(Activation(f - 5), x);
+  switch (f) {
+    case 12: return num::exp_f(x);
+    case 13: return num::tanh_f(x);
+    case 14: return num::erf_f(x);
+    default: return num::sigmoid_f(x);
+  }
+}
+
+const char* function_name(int f) {
+  static const char* names[] = {"gelu",     "gelu_tanh", "silu", "relu", "qgelu", "srelu", "dgelu", "dgelu_tanh",
+                                "dsilu",    "drelu",     "dqgelu", "dsrelu", "exp_f", "tanh_f", "erf_f", "sigmoid_f"};
+  return names[f];
+}
+
+__global__ void evaluate_all(const float* x, uint32_t* out, int n) {
+  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (i < n) out[size_t(blockIdx.y) * size_t(n) + size_t(i)] = num::float_bits(evaluate(int(blockIdx.y), x[i]));
+}
+
+// rcp_rn_ge1 (MUFU.RCP and one Newton step, no range check) against __frcp_rn on every fp32 d in
+// [1, 2^126]: mismatches counted, the first one kept.
+__global__ void compare_reciprocals(unsigned long long* mismatches, uint32_t* first) {
+  const uint32_t lo = 0x3f800000u, hi = 0x7e800000u;
+  for (uint32_t b = lo + blockIdx.x * blockDim.x + threadIdx.x; b <= hi; b += gridDim.x * blockDim.x) {
+    const float d = __uint_as_float(b);
+    if (__float_as_uint(num::rcp_rn_ge1(d)) != __float_as_uint(__frcp_rn(d))) {
+      atomicAdd(mismatches, 1ull);
+      atomicMin(first, b);
+    }
+  }
+}
+
+TEST(GpuNumerics, ReciprocalWithoutRangeCheckIsCorrectlyRounded) {
+  REQUIRE_GPU();
+  unsigned long long* count = nullptr;
+  uint32_t* first = nullptr;
+  ASSERT_EQ(cudaMalloc(&count, 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&first, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(count, 0, 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(first, 0xff, 4), cudaSuccess);
+  compare_reciprocals<<<1024, 256>>>(count, first);
+  unsigned long long n = 0;
+  uint32_t b = 0;
+  ASSERT_EQ(cudaMemcpy(&n, count, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&b, first, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(count);
+  cudaFree(first);
+  EXPECT_EQ(n, 0ull) << "first d differing: bits 0x" << std::hex << b;
+}
+
+TEST(GpuNumerics, ActivationsEqualTheHostBitForBit) {
+  REQUIRE_GPU();
+  std::vector<float> x;
+  for (uint32_t b = 0; b < 65536; ++b) x.push_back(num::bits_float(b << 16));      // every bf16 value
+  for (uint32_t i = 0; i < (1u << 20); ++i) x.push_back(num::bits_float(i * 4099u));  // fp32 across the range
+  const int n = int(x.size());
+  float* xd = nullptr;
+  uint32_t* od = nullptr;
+  ASSERT_EQ(cudaMalloc(&xd, x.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&od, x.size() * 4 * kFunctions), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(xd, x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  evaluate_all<<<dim3(unsigned((n + 255) / 256), kFunctions), 256>>>(xd, od, n);
+  std::vector<uint32_t> got(x.size() * kFunctions);
+  ASSERT_EQ(cudaMemcpy(got.data(), od, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(xd);
+  cudaFree(od);
+  for (int f = 0; f < kFunctions; ++f) {
+    int64_t mismatches = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint32_t want = num::float_bits(evaluate(f, x[size_t(i)]));
+      const uint32_t g = got[size_t(f) * size_t(n) + size_t(i)];
+      const bool both_nan = num::is_nan(num::bits_float(g)) && num::is_nan(num::bits_float(want));
+      if (g != want && !both_nan && mismatches++ < 3)
+        ADD_FAILURE() << function_name(f) << "(bits 0x" << std::hex << num::float_bits(x[size_t(i)]) << "): GPU 0x" << g
+                      << ", host 0x" << want;
+    }
+    EXPECT_EQ(mismatches, 0) << function_name(f) << ": " << mismatches << " of " << n << " inputs differ";
+  }
+}
+
+}  // namespace
+}  // namespace mxq::gpu_test
