@@ -131,14 +131,17 @@ __device__ __forceinline__ uint32_t amax8_bits(const uint32_t (&w)[kDType == 0 ?
 // saturates to 6 like the fp32 value would). The rounding is the fp32 encoder's magic-number
 // addition (num::encode_e2m1_satfinite) on both halves at once: |h| is clamped to 6, and adding
 // 2^(M - 1) times its binade start b (M mantissa bits: 10 or 7) rounds it to nearest even on
-// E2M1's quantum there (0.5, 1 or 2). `sign` holds the sign bits (15 and 31) the codes take:
-// the input's, so that a product the hardware might flush keeps them.
+// E2M1's quantum there (0.5, 1 or 2); the addition is an FMA, b * 2^(M - 1) + |h| (the product
+// is exact, so it rounds once, as the addition did), which spares building 2^(M - 1) b from
+// bits. `sign` holds the sign bits (15 and 31) the codes take: the input's, so that a product
+// the hardware might flush keeps them.
 template <bool kBf16>
 __device__ __forceinline__ uint32_t e2m1x2_from_half2(uint32_t h, uint32_t sign) {
   constexpr int kM = kBf16 ? 7 : 10, kBias = kBf16 ? 127 : 15;  // mantissa bits, exponent bias
   constexpr uint32_t kExp = (kBf16 ? 0xffu : 0x1fu) << kM;     // exponent field of a half
   constexpr uint32_t kOne = uint32_t(kBias) << kM, kSix = (uint32_t(kBias + 2) << kM) | (1u << (kM - 1));
-  constexpr uint32_t kMagic = uint32_t(kM - 1) << kM;          // b -> 2^(M - 1) b
+  constexpr uint32_t kMagic = uint32_t(kM - 1) << kM;          // b -> 2^(M - 1) b, in exponent bits
+  constexpr uint32_t kHalfQuanta = uint32_t(kBias + kM - 1) << kM;  // 2^(M - 1) as a half
   auto pair = [](uint32_t x) { return x * 0x00010001u; };
   uint32_t a, e, sum;
   if constexpr (kBf16) {
@@ -149,9 +152,8 @@ __device__ __forceinline__ uint32_t e2m1x2_from_half2(uint32_t h, uint32_t sign)
     asm("max.f16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(pair(kOne)));
   }
   const uint32_t b = e & pair(kExp);  // the binade start's exponent bits per half
-  const uint32_t magic = b + pair(kMagic);
-  if constexpr (kBf16) asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
-  else asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(a), "r"(magic));
+  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(sum) : "r"(b), "r"(pair(kHalfQuanta)), "r"(a));
+  else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(sum) : "r"(b), "r"(pair(kHalfQuanta)), "r"(a));
   // code = quanta above magic + the binade's first code 2 log2 b = sum - magic + (b >> (M - 1))
   // - 2 bias per half; each half's result is a code (0..7), so no borrow crosses the halves.
   const uint32_t code = sum - b - pair(kMagic + 2 * kBias) + (b >> (kM - 1));
@@ -176,17 +178,20 @@ __device__ __forceinline__ uint32_t pack_e2m1_pairs(const uint32_t (&c)[4], floa
 // pair rounded to odd: converted toward zero, the last bit set where that was inexact. Rounding
 // to odd first keeps the information that rounding to nearest even needs when the intermediate
 // format has at least two more significand bits than the final one (f16: 11, E2M1: 2), so this
-// equals encode_e2m1_satfinite of each value (tests/cpp/test_fast_paths.cpp checks all 2^32
-// non-NaN inputs through the same steps), in about 17 SASS instructions per pair where two fp32
-// encodes take about 22.
+// equals encode_e2m1_satfinite of each value. "Inexact" is read from the bits: in f16's normal
+// range the conversion drops exactly the low 13 fp32 fraction bits; outside it (below 2^-14,
+// above 65504) the code is 0 or 7 whatever the last bit. tests/cpp/test_fast_paths.cpp checks
+// all 2^32 non-NaN inputs through these steps. About 14 SASS instructions per pair.
 __device__ __forceinline__ uint32_t e2m1x2_from_f32(float lo, float hi) {
   uint32_t h;
-  float back_lo, back_hi;
   asm("cvt.rz.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(hi), "f"(lo));
-  asm("{\n\t.reg .f16 l, u;\n\tmov.b32 {l, u}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, u;\n\t}"
-      : "=f"(back_lo), "=f"(back_hi)
-      : "r"(h));
-  h |= (back_lo != lo ? 1u : 0u) | (back_hi != hi ? 0x10000u : 0u);
+  // setp + predicated or: ptxas turns the C form of this into selects and a longer chain
+  asm("{\n\t.reg .pred pl, ph;\n\t.reg .b32 tl, th;\n\t"
+      "and.b32 tl, %1, 0x1fff;\n\tand.b32 th, %2, 0x1fff;\n\t"
+      "setp.ne.u32 pl, tl, 0;\n\tsetp.ne.u32 ph, th, 0;\n\t"
+      "@pl or.b32 %0, %0, 1;\n\t@ph or.b32 %0, %0, 0x10000;\n\t}"
+      : "+r"(h)
+      : "r"(__float_as_uint(lo)), "r"(__float_as_uint(hi)));
   return e2m1x2_from_half2<false>(h, h);
 }
 

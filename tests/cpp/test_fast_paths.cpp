@@ -17,18 +17,18 @@ using mxq::num::ElemFormat;
 // the conditions it found (bit k: condition k); the sweep counts each and keeps the first value
 // that showed condition 0.
 struct Sweep {
-  uint64_t count[2] = {0, 0}, checked = 0;
+  uint64_t count[3] = {0, 0, 0}, checked = 0;
   uint32_t first = 0;
 };
 template <class Check>
 Sweep sweep_all_fp32(Check check) {
-  std::atomic<uint64_t> count[2] = {0, 0}, checked{0};
+  std::atomic<uint64_t> count[3] = {0, 0, 0}, checked{0};
   std::atomic<uint32_t> first{0};
   const unsigned nthreads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < nthreads; ++t)
     pool.emplace_back([&, t] {
-      uint64_t c[2] = {0, 0}, n = 0;
+      uint64_t c[3] = {0, 0, 0}, n = 0;
       const uint64_t begin = (uint64_t(1) << 32) * t / nthreads, end = (uint64_t(1) << 32) * (t + 1) / nthreads;
       for (uint64_t b = begin; b < end; ++b) {
         const float x = mxq::num::bits_float(uint32_t(b));
@@ -37,15 +37,14 @@ Sweep sweep_all_fp32(Check check) {
         const unsigned found = check(x);
         if ((found & 1u) && c[0]++ == 0) first = uint32_t(b);
         if (found & 2u) ++c[1];
+        if (found & 4u) ++c[2];
       }
-      count[0] += c[0];
-      count[1] += c[1];
+      for (int k = 0; k < 3; ++k) count[k] += c[k];
       checked += n;
     });
   for (auto& th : pool) th.join();
   Sweep s;
-  s.count[0] = count[0];
-  s.count[1] = count[1];
+  for (int k = 0; k < 3; ++k) s.count[k] = count[k];
   s.checked = checked;
   s.first = first;
   return s;
@@ -62,7 +61,8 @@ TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
 
 // fp32 -> f16 toward zero, as cvt.rz.f16x2.f32 converts (finite overflow stays at 65504), and
 // whether that was inexact. The GPU's FP4 encoder for fp32 products (common.cuh
-// e2m1x2_from_f32) then sets the last bit where it was: f16 rounded to odd.
+// e2m1x2_from_f32) then sets the last bit where the low 13 fp32 fraction bits are not all zero
+// (which is "inexact" in f16's normal range): f16 rounded to odd.
 uint16_t f16_toward_zero(float x, bool& inexact) {
   const uint32_t b = mxq::num::float_bits(x), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
   const int e = int(a >> 23) - 127;
@@ -97,18 +97,21 @@ float f16_value(uint16_t h) {
 // rounded to odd, then the f16 encoder (the same magic-number rounding, on f16 values exactly
 // representable in fp32; the GPU tests hold it to the CPU bit for bit). Rounding to odd loses
 // nothing that the final rounding to nearest even needs: every non-NaN fp32 value gives the code
-// it gives directly. The same steps with plain truncation (no odd bit) must fail, so that this
-// test can.
+// it gives directly, with the true inexact flag (bit 0 of the result) and with the GPU's bit test
+// (bit 2). The same steps with plain truncation (no odd bit) must fail, so that this test can.
 TEST(FastPaths, E2M1ThroughF16RoundedToOddMatchesForAllFp32) {
   const Sweep s = sweep_all_fp32([](float x) {
     const uint8_t want = mxq::num::encode_e2m1_satfinite(x);
     bool inexact = false;
     const uint16_t rz = f16_toward_zero(x, inexact), odd = inexact ? uint16_t(rz | 1u) : rz;
+    const uint16_t gpu = (mxq::num::float_bits(x) & 0x1fffu) ? uint16_t(rz | 1u) : rz;
     return unsigned(mxq::num::encode_e2m1_satfinite(f16_value(odd)) != want) |
-           (unsigned(mxq::num::encode_e2m1_satfinite(f16_value(rz)) != want) << 1);
+           (unsigned(mxq::num::encode_e2m1_satfinite(f16_value(rz)) != want) << 1) |
+           (unsigned(mxq::num::encode_e2m1_satfinite(f16_value(gpu)) != want) << 2);
   });
   EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
   EXPECT_GT(s.count[1], 0u) << "truncation alone (no odd bit) should have mismatched";
+  EXPECT_EQ(s.count[2], 0u) << "the GPU's inexact test (low 13 fraction bits) mismatched";
 }
 
 TEST(FastPaths, QuantizedNaNCodes) {
