@@ -265,8 +265,10 @@ __device__ __forceinline__ uint32_t cta_max(uint32_t m) {
 }
 
 // Tensor amax (max |x| with NaN propagation) into *out, which the caller zeroed. A thread owns
-// 8 columns and walks rows blockIdx.y, blockIdx.y + gridDim.y, ... four at a time; the maxima
-// stay packed (pairs of 16-bit values) until the end.
+// 8 columns and walks rows blockIdx.y, blockIdx.y + gridDim.y, ... four at a time, counted from
+// the last row up: the rows read last, the ones still in L2 when the cast pass starts, are then
+// the first rows, which the cast pass reads first (its CTAs start at row 0). The maxima stay
+// packed (pairs of 16-bit values) until the end.
 template <int kDType>
 __global__ void __launch_bounds__(128) amax_kernel(const void* x, int64_t rows, int64_t cols, int64_t row_stride,
                                                   bool vec_ok, unsigned* out) {
@@ -274,7 +276,7 @@ __global__ void __launch_bounds__(128) amax_kernel(const void* x, int64_t rows, 
   using T = typename Input<kDType>::T;
   constexpr int kW = kDType == 0 ? 8 : 4;
   const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
-  const T* base = static_cast<const T*>(x) + c0;
+  const T* base = static_cast<const T*>(x) + c0 + (rows - 1) * row_stride;  // the last row
   uint32_t m = 0;
   if (c0 < cols) {
     const int n = cols - c0 >= 8 ? 8 : int(cols - c0);
@@ -287,7 +289,7 @@ __global__ void __launch_bounds__(128) amax_kernel(const void* x, int64_t rows, 
 #pragma unroll
         for (int u = 0; u < 4; ++u)
 #pragma unroll
-          for (int h = 0; h < kW / 4; ++h) q[u][h] = __ldg(reinterpret_cast<const uint4*>(base + (r + u * gy) * row_stride) + h);
+          for (int h = 0; h < kW / 4; ++h) q[u][h] = __ldg(reinterpret_cast<const uint4*>(base - (r + u * gy) * row_stride) + h);
 #pragma unroll
         for (int u = 0; u < 4; ++u)
 #pragma unroll
@@ -301,7 +303,7 @@ __global__ void __launch_bounds__(128) amax_kernel(const void* x, int64_t rows, 
       for (; r < rows; r += gy) {
 #pragma unroll
         for (int h = 0; h < kW / 4; ++h) {
-          const uint4 q = __ldg(reinterpret_cast<const uint4*>(base + r * row_stride) + h);
+          const uint4 q = __ldg(reinterpret_cast<const uint4*>(base - r * row_stride) + h);
           acc = amax_words<kDType>(acc, amax_words<kDType>(q.x, q.y));
           acc = amax_words<kDType>(acc, amax_words<kDType>(q.z, q.w));
         }
@@ -310,7 +312,7 @@ __global__ void __launch_bounds__(128) amax_kernel(const void* x, int64_t rows, 
     } else {
       for (; r < rows; r += gy) {
         float v[8];
-        load8_scalar<kDType>(base + r * row_stride, n, v);
+        load8_scalar<kDType>(base - r * row_stride, n, v);
 #pragma unroll
         for (int j = 0; j < 8; ++j) m = num::max_u32(m, num::abs_bits(v[j]));
       }
