@@ -280,6 +280,20 @@ TEST(GpuQuantize, BitExactStridedRows) {
     }
 }
 
+// More row tiles than the persistent grids (FP4, fused: one or two waves of CTAs) have CTAs, so
+// that every CTA walks several tiles (RowsWalk's pointer steps and its 32-bit row count) and
+// the last one is partial; the other tests' shapes give most CTAs a single tile.
+TEST(GpuQuantize, BitExactTallShapesWalkManyTiles) {
+  REQUIRE_GPU();
+  uint64_t seed = 3000;
+  for (const char* r : {"mxfp4", "nvfp4", "fp4_block_1x32", "mxfp4:dir=both", "nvfp4:layout=swizzled_128x4", "mxfp8",
+                        "fp8_block_1x128:pow2=1,layout=packed_ue8m0,scale=float8_e8m0fnu", "fp8_tensor"}) {
+    check_case(r, DType::bfloat16, Shape{100003, 64}, Values::normal_outliers, seed++);
+    if (HasFatalFailure()) return;
+  }
+  check_case("nvfp4", DType::float32, Shape{50021, 32}, Values::normal_outliers, seed++);
+}
+
 TEST(GpuQuantize, RandomShapes) {
   REQUIRE_GPU();
   std::mt19937_64 rng(77);
@@ -621,6 +635,16 @@ TEST(GpuFused, RecipesAndDtypesBitExact) {
         }
       }
   std::printf("fused recipe cases: %d (last: %s)\n", cases, g_gpu_dispatch.kernel.c_str());
+}
+
+// Fused kernels keep one wave of CTAs: a tall input makes each walk many row tiles.
+TEST(GpuFused, TallShapesWalkManyTiles) {
+  REQUIRE_GPU();
+  check_fused("mxfp8", DType::bfloat16, Shape{60001, 64}, {Activation::swiglu, false, false, false}, 4000);
+  if (HasFatalFailure()) return;
+  check_fused("fp8_block_1x128", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4001);
+  if (HasFatalFailure()) return;
+  check_fused("mxfp4", DType::bfloat16, Shape{60001, 64}, {Activation::silu, false, true, false}, 4002);
 }
 
 TEST(GpuFused, NoopWritesNothing) {

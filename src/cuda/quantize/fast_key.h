@@ -39,6 +39,9 @@ constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dty
 
 // The fast kernels index columns in 32 bits: widths up to this (the generic kernel takes wider).
 constexpr int64_t kFastMaxCols = (int64_t(1) << 31) - (int64_t(1) << 16);
+// ... and heights below this: the rows shape counts the rows left in 32 bits (RowsWalk), with
+// room for a tile's lane offset on top.
+constexpr int64_t kFastMaxRows = (int64_t(1) << 31) - (int64_t(1) << 16);
 
 struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across

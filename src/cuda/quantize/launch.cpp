@@ -57,7 +57,7 @@ TileShape tile_shape(const Recipe& r) {
 // The specialisation of fast.cuh for this call, or why there is none: the kernels take
 // 16-byte aligned rows of whole 8-element chunks and store 8 codes at a time.
 std::optional<cuda::FastKey> fast_key(const Recipe& rc, DType dtype, const QuantizedTensor& out, bool vec_ok,
-                                      int64_t cols, std::string& why) {
+                                      int64_t rows, int64_t cols, std::string& why) {
   const bool row = rc.has_rowwise(), col = rc.has_columnwise();
   const int code_align = rc.elem == ElemFormat::e2m1 ? 4 : 8;
   if (!vec_ok) {
@@ -66,6 +66,10 @@ std::optional<cuda::FastKey> fast_key(const Recipe& rc, DType dtype, const Quant
   }
   if (cols >= cuda::kFastMaxCols) {
     why = "a width of 2^31 - 2^16 columns or more";
+    return std::nullopt;
+  }
+  if (rows >= cuda::kFastMaxRows) {
+    why = "a height of 2^31 - 2^16 rows or more";
     return std::nullopt;
   }
   if ((row && !aligned(out.data.data, code_align)) || (col && !aligned(out.col_data.data, code_align)) ||
@@ -138,7 +142,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   // so that strict mode or a failed compile leaves the outputs untouched
   enum class Path { aot_fast, jit, generic } path = Path::generic;
   std::string why;
-  std::optional<cuda::FastKey> key = x.empty() ? std::nullopt : fast_key(rc, x.dtype, out, vec_ok, n, why);
+  std::optional<cuda::FastKey> key = x.empty() ? std::nullopt : fast_key(rc, x.dtype, out, vec_ok, x.rows, n, why);
   if (fused && !x.empty()) {
     if (!key)
       fail(ErrorCode::unsupported, "quantize: fused epilogues run in the specialised CUDA kernels only, and this call "
