@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cuda/quantize/fast_launch.hpp"
+#include "mxq/numerics/activations.h"
 
 namespace mxq::cuda {
 namespace {
@@ -55,6 +56,40 @@ TEST(FastGrid, FusedKernelsKeepOneWave) {
   const dim3 grid = fast_grid(k, 8192, 7168, kSms, kBlocksPerSm);
   EXPECT_LE(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);
   EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+}
+
+// The premise of the GPU tests GpuQuantize.BitExactTallShapesWalkManyTiles and
+// GpuFused.TallShapesWalkManyTiles: at their shapes every persistent rows grid (FP4, fused)
+// leaves each CTA several row tiles to walk (RowsWalk's pointer steps), even at the most CTAs
+// per SM the thread limit allows (the measured occupancy can only be lower).
+TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
+  struct Case {
+    FastKey key;
+    int64_t rows, cols;
+  };
+  FastKey nvfp4_f32 = rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16);
+  nvfp4_f32.dtype = 0;
+  const Case cases[] = {
+      {rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32), 100003, 64},
+      {rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 100003, 64},
+      {rows_key(num::Scheme::fp8_block, num::ElemFormat::e2m1, 32), 100003, 64},
+      {nvfp4_f32, 50021, 32},
+      {rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(int(num::Activation::swiglu), false, false)),
+       60001, 64},
+      {rows_key(num::Scheme::fp8_block, num::ElemFormat::e4m3fn, 128, fuse_bits(int(num::Activation::gelu), true, true)),
+       60001, 128},
+      {rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, true)), 60001,
+       64},
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(fast_key_valid(c.key));
+    const FastGeometry g = fast_geometry(c.key);
+    const int64_t tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
+    const dim3 grid = fast_grid(c.key, c.rows, c.cols, kSms, 2048 / g.threads);
+    EXPECT_GE(tiles_of_busiest_cta(grid, tiles_y), 2) << "shape " << int(c.key.shape) << " elem " << int(c.key.elem);
+    // and a partial last tile
+    EXPECT_NE(c.rows % g.tile_rows, 0);
+  }
 }
 
 }  // namespace

@@ -161,9 +161,15 @@ MXQ_HD float nvfp4_encode_scale(float global_amax) {
 // The global decode scale stored with the tensor (ModelOpt's weight_scale_2).
 MXQ_HD float nvfp4_decode_scale(float s_enc) { return rcp_rn(s_enc); }
 
+// The value whose e4m3 satfinite code is the block's scale: amax_b * (S_enc / 6), for a block
+// maximum already made finite (finite_amax; a NaN stays NaN). The GPU's rows kernels encode it
+// with the hardware's cvt.
+MXQ_HD float nvfp4_block_scale_value(float finite_amax_b, float s_enc) {
+  return mul_rn(finite_amax_b, mul_rn(s_enc, kOneSixth));
+}
 MXQ_HD uint8_t nvfp4_block_scale_code(float amax, float s_enc) {
   if (is_nan(amax)) return kUE4M3NaN;
-  return encode_satfinite_finite(mul_rn(finite_amax(amax), mul_rn(s_enc, kOneSixth)), ElemFormat::e4m3fn);
+  return encode_satfinite_finite(nvfp4_block_scale_value(finite_amax(amax), s_enc), ElemFormat::e4m3fn);
 }
 
 // r = min(1 / (S_dec_b * (1 / S_enc)), FLT_MAX) with s_dec = 1 / S_enc precomputed; a NaN block

@@ -452,10 +452,10 @@ struct FastTile {
     }
   }
 
-  // NVFP4 in the rows shape: the block scale's code from the hardware's e4m3 satfinite conversion
-  // (nvfp4_block_scale_code's, inlined: the same cvt the FP8 elements use), its multiplier from a
-  // shared table of the 128 codes' (fill_scale_table, once per CTA). Equal to block_scale_for:
-  // Inf -> FLT_MAX first (finite_amax), NaN -> code 0x7f, whose entry is NaN. SASS count of the
+  // NVFP4 in the rows shape: the block scale's code is the hardware's e4m3 satfinite conversion
+  // (the cvt the FP8 elements use) of num::nvfp4_block_scale_value, its multiplier from a shared
+  // table of the 128 codes' (fill_scale_table, once per CTA). Equal to block_scale_for: a NaN
+  // value converts to code 0x7f, whose entry is NaN. SASS count of the
   // loop: 2.29 fewer instructions per element than nvfp4_multiplier's divide per block (the
   // table alone spilled at 64 registers; with the RowsWalk it does not).
   static constexpr bool kScaleTable = C::kScheme == num::Scheme::nvfp4 && C::kShape == FastShape::rows;
@@ -473,8 +473,9 @@ struct FastTile {
   // The block scale of a block maximum given as the fp32 bits of |x| (NaN: above 0x7f800000).
   __device__ static num::BlockScale block_scale(const num::ScaleRule& rule, uint32_t m) {
     if constexpr (kScaleTable) {
-      const uint32_t a = m == 0x7f800000u ? 0x7f7fffffu : m;  // Inf -> FLT_MAX; NaN stays NaN
-      const float v = num::mul_rn(__uint_as_float(a), num::mul_rn(rule.tensor_factor, num::kOneSixth));
+      // finite_amax on |amax| bits (m's sign bit is clear: a test of the bits alone suffices)
+      const uint32_t a = m == num::kF32InfBits ? num::kF32MaxBits : m;
+      const float v = num::nvfp4_block_scale_value(__uint_as_float(a), rule.tensor_factor);
       unsigned short pair;
       asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(v));  // NaN -> 0x7f
       const uint32_t code = pair & 0x7fu;
