@@ -7,9 +7,11 @@
 // Rules:
 // - sm_90 only (the kernels are sm_90a); any other architecture plans "generic".
 // - "swap-ab" (the decode kernel) for M <= 32 with K % 128 == 0, and for M <= 64 where the wgmma
-//   kernel cannot run: 16 weight rows per CTA, block_m = M rounded up to 8, 16, 32 or 64, no
-//   split-K. (From M = 33 the decode kernel costs what it costs at 64, which measured 2.4-3.8x
-//   the wgmma kernel's time on the H200.)
+//   kernel cannot run: a warp streams 16 weight rows over a share of K; block_n = 16 x the CTA's
+//   row groups (config.h decode_k_split: up to 8 warps share 16 rows, fewer for short K or when
+//   one wave would not hold them all), block_m = M rounded up to 8, 16 or 32 (two CTA rows from
+//   33), no split of K across CTAs. (From M = 33 the wgmma kernel is faster where it can run:
+//   the decode kernel at M = 64 measured 2.4-3.8x its time on the H200.)
 // - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
 //   128 x 128 x 128 tiles, 5 stages, no cluster, a persistent grid of min(tiles, SMs) CTAs.
 // - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid

@@ -41,9 +41,10 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       p.why = "M=" + std::to_string(m) +
               (m <= kDecodePreferMaxM ? " <= 32" : " <= 64 (no wgmma kernel for this kind)") +
               " and K % 128 == 0: the weights are mma.sync's 16-row operand";
-      p.block_m = decode_m_tiles(m) * 8;  // activation rows of a CTA (all of M)
-      p.block_n = kDecodeRowsN;
-      p.tiles = ceil_div(n, kDecodeRowsN);
+      p.block_m = decode_m_tiles(m) * 8;  // activation rows of a CTA (all of M up to 32)
+      p.block_n = decode_rows_per_cta(m, n, k, arch.sms);  // 16 weight rows per warp; fewer K warps: more rows
+      p.tiles = ceil_div(n, int64_t(p.block_n)) * decode_m_ctas(m);
+      p.stages = kDecodeStages;
       p.smem_bytes = decode_smem_bytes(m);
       break;
     case GemmPath::tma_wgmma:

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -51,6 +52,19 @@ class RelaxedCapture {
  private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
+
+// Raises kKernel's dynamic shared-memory limit to `bytes` on `device`, once per device (a first
+// call may come inside CUDA-graph capture).
+template <auto kKernel>
+cudaError_t allow_dynamic_smem(int device, int bytes) {
+  static std::atomic<bool> raised[64] = {};
+  const bool known = device >= 0 && device < 64;
+  if (known && raised[device].load(std::memory_order_acquire)) return cudaSuccess;
+  RelaxedCapture relaxed;
+  const cudaError_t e = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess && known) raised[device].store(true, std::memory_order_release);
+  return e;
+}
 
 // Throws unless `d` is a CUDA device the precompiled kernels run on (sm_90: they are built for
 // sm_90a). The message names the device, its architecture and the way out.

@@ -2,6 +2,7 @@
 // architecture, which gemm() dispatches by; checked on the shapes and on the edges.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 #include "cuda/gemm/config.h"
@@ -63,16 +64,32 @@ TEST(GemmPlan, WgmmaTileOrderVisitsEveryTileOnce) {
     }
 }
 
-TEST(GemmPlan, DecodeTakesAllOfMInOneCta) {
-  for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 64}, {64, 64}}) {
+TEST(GemmPlan, DecodeTakesUpTo32RowsPerCta) {
+  // all of M in one CTA row up to 32 rows, two CTA rows from 33
+  for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 32}, {64, 32}}) {
     // 1D2D from M = 33 goes to the wgmma kernel; 1D1D keeps the decode kernel up to 64
     const GemmPlan p = plan_gemm(m, 7168, 7168, m <= 32 ? GemmKind::d1d2 : GemmKind::d1d1, DType::bfloat16, kH200);
     EXPECT_EQ(p.path, "swap-ab");
     EXPECT_EQ(p.block_m, rows) << m;
-    EXPECT_EQ(p.block_n, 16);
-    EXPECT_EQ(p.tiles, 7168 / 16);
+    EXPECT_EQ(p.block_n, m <= 16 ? 32 : 64);  // 448 x 8 warps > one wave: 4 (2) warps per 16 rows
+    EXPECT_EQ(p.tiles, 7168 / p.block_n * (m > 32 ? 2 : 1));
     EXPECT_EQ(p.split_k, 1);
     EXPECT_EQ(p.smem_bytes, gemm_config::decode_smem_bytes(m));
+  }
+  // the K split: >= 4 blocks per warp where K allows (short K: more rows per CTA), and no more
+  // warps than one wave holds (132 SMs x 2 CTAs x 8 warps up to 16 rows, 1 CTA above)
+  for (auto [m, n, k, rows] : std::vector<std::array<int64_t, 4>>{
+           {16, 2112, 7168, 16}, {16, 4096, 7168, 16}, {1, 7168, 7168, 32}, {1, 7168, 16384, 32},
+           {16, 7168, 2048, 32}, {16, 24576, 1536, 128}, {16, 32768, 512, 128}, {8, 1000, 896, 128},
+           {16, 1000, 1024, 64}, {32, 7168, 7168, 64}, {32, 2112, 7168, 16}, {1, 1 << 20, 7168, 128}}) {
+    const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
+    EXPECT_EQ(p.path, "swap-ab");
+    EXPECT_EQ(p.block_n, rows) << m << "x" << n << "x" << k;
+    EXPECT_EQ(p.tiles, (n + rows - 1) / rows) << m << "x" << n << "x" << k;
+    const int split = gemm_config::decode_k_split(m, n, k, kH200.sms), blocks = int(k / 128);
+    EXPECT_EQ(split * p.block_n / 16, gemm_config::kDecodeWarps);
+    EXPECT_TRUE(split == 1 || blocks / split >= 4) << k;
+    EXPECT_TRUE(split == 1 || (n + 15) / 16 * split <= 132 * gemm_config::decode_ctas_per_sm(m) * 8) << n;
   }
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond

@@ -88,6 +88,24 @@ TEST(ScaleLayout, PackedUe8m0) {
   }
 }
 
+// The decode GEMM walks K with a row base plus a block offset: every layout but swizzled_128x4
+// must be separable and linear in the row, and swizzled_128x4 must say it is not.
+TEST(ScaleLayout, SeparableWalkMatchesScaleOffset) {
+  using L = num::ScaleLayout;
+  EXPECT_FALSE(num::scale_offset_separable(L::swizzled_128x4));
+  for (L l : {L::row_major, L::mn_major_tma, L::packed_ue8m0})
+    for (bool kb_outer : {false, true})
+      for (const auto& [MN, KB] : scale_matrix_shapes()) {
+        ASSERT_TRUE(num::scale_offset_separable(l));
+        const ScaleGeometry g{l, MN, KB, kb_outer && l == L::row_major};
+        const num::SeparableWalk w = num::separable_walk(g);
+        for (int64_t i = 0; i < MN; ++i)
+          for (int64_t j = 0; j < KB; ++j)
+            ASSERT_EQ(w.row(i) + w.block(j), num::scale_offset(g, i, j))
+                << int(l) << " " << MN << "x" << KB << " at " << i << ", " << j;
+      }
+}
+
 TEST(ScaleLayout, RowMajorAndColumnwiseSameShape) {
   const ScaleGeometry rm{num::ScaleLayout::row_major, 5, 7, false};
   const ScaleGeometry same{num::ScaleLayout::row_major, 5, 7, true};  // [kb][mn]

@@ -112,6 +112,14 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                              Backend::cuda_aot, "decode"},
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_1x128:pow2=1", 64, 200, 1024, Backend::cuda_aot,
                              "decode"},
+                        // the decode kernel's K splits (8, 4, 2 warps per 16 rows; uneven blocks per
+                        // warp), its M tiles (2, 4, 1) and N tails inside a CTA's row groups
+                        Case{tma, "fp8_block_128x128:pow2=1", 16, 1000, 4736, Backend::cuda_aot, "decode"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 20, 530, 2176, Backend::cuda_aot, "decode"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 1, 333, 1536, Backend::cuda_aot, "decode"},
+                        // 1D1D: a scale per weight row; 40 rows: a second CTA row of 8
+                        Case{"fp8_block_1x128:pow2=1", "fp8_block_1x128:pow2=1", 40, 150, 2048, Backend::cuda_aot,
+                             "decode"},
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 33, 77, 1000, Backend::cuda_aot,
                              "generic"}}) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));

@@ -168,7 +168,8 @@ def test_gemm_plan():
     decode = run("gemm-plan", "1", "7168", "7168", "--json")
     assert decode.returncode == 0, decode.stderr
     p = json.loads(decode.stdout)
-    assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 16 and p["tiles"] == 448
+    assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["tiles"] == 224
+    assert p["stages"] == 3
     big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)
     assert big["path"] == "tma-wgmma" and big["block_m"] == 128 and big["block_n"] == 128 and big["stages"] == 5
     odd = run("gemm-plan", "7", "7168", "100")

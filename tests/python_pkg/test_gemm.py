@@ -47,7 +47,8 @@ def test_gemm_errors():
 
 def test_gemm_plan():
     p = mxq.gemm_plan(1, 7168, 7168)
-    assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 16 and p["split_k"] == 1
+    # 448 groups of 16 weight rows x 8 warps would not fit one wave: 4 warps per group, 32 rows per CTA
+    assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["split_k"] == 1
     assert mxq.gemm_plan(4096, 7168, 7168)["path"] == "tma-wgmma"
     with pytest.raises(ValueError, match="kind='2d2d'"):
         mxq.gemm_plan(16, 16, 16, kind="2d2d")

@@ -60,6 +60,24 @@ MXQ_HD int64_t scale_offset(const ScaleGeometry& g, int64_t i, int64_t j) {
   }
 }
 
+// Every layout but swizzled_128x4 is separable and linear in the row: scale (i, j) is at
+// i * row_stride + (j >> shift) * block_step + (j & mask) (packed_ue8m0 keeps four blocks per
+// word: shift 2, mask 3). A kernel walking K computes each block's offset once for all its rows.
+// test_layouts.cpp checks the walk against scale_offset.
+MXQ_HD constexpr bool scale_offset_separable(ScaleLayout l) { return l != ScaleLayout::swizzled_128x4; }
+
+struct SeparableWalk {
+  int64_t row_stride, block_step;
+  int shift, mask;
+  MXQ_HD int64_t row(int64_t i) const { return i * row_stride; }
+  MXQ_HD int64_t block(int64_t j) const { return (j >> shift) * block_step + (j & mask); }
+};
+
+MXQ_HD SeparableWalk separable_walk(const ScaleGeometry& g) {
+  const bool packed = g.layout == ScaleLayout::packed_ue8m0;
+  return {scale_offset(g, 1, 0), scale_offset(g, 0, packed ? 4 : 1), packed ? 2 : 0, packed ? 3 : 0};
+}
+
 // The stored scale of block (i, j) in layout g: an fp32 word's bits, or one byte (UE8M0 and
 // UE4M3 scales; packed_ue8m0's int32 words hold four and are addressed by byte).
 MXQ_HD uint32_t stored_scale_at(const void* scales, const ScaleGeometry& g, bool fp32_words, int64_t i, int64_t j) {

@@ -35,15 +35,41 @@ MXQ_HD void wgmma_tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t
   nb = first + local % width;
 }
 
-// The swap-AB decode kernel: 16 weight rows (N) per CTA, 8 warps over the K blocks, M <= 64 in
-// tiles of 8 activation rows.
-constexpr int kDecodeRowsN = 16, kDecodeWarps = 8, kDecodeMaxM = 64;
+// The swap-AB decode kernel: a CTA of kDecodeWarps warps, each warp 16 weight rows (N) and a
+// share of K. The warps form kDecodeWarps / split groups of 16 rows, and the `split` warps of a
+// group take interleaved 128-wide K blocks (decode_k_split: at least 4 blocks per warp where K
+// allows, and no more warps than one wave of CTAs holds, so that every CTA is resident at once
+// and the weight stream runs at full width to the end). M <= 64 in tiles of 8 activation rows.
+// Each thread streams its weight bytes through a private kDecodeStages-deep cp.async ring.
+constexpr int kDecodeRowsN = 16, kDecodeWarps = 8, kDecodeMaxM = 64, kDecodeStages = 3;
+constexpr int kDecodeStageBytes = 64;  // per thread: 16 bytes of rows g and g + 8, twice
 // Above kDecodePreferMaxM rows the decode kernel runs 8 tiles of 8 rows, and the wgmma kernel's
 // single 128-row tile is faster wherever it takes the call (H200, bench/RESULTS.md session 6:
 // decode at M = 64 took 2.4-3.8x the wgmma kernel's time at M = 128 on every issue shape); the
 // decode kernel keeps M = 33..64 only where the wgmma kernel cannot run (1D1D, K % 16 != 0).
 constexpr int kDecodePreferMaxM = 32;
-constexpr int decode_m_tiles(int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : kDecodeMaxM / 8; }
-constexpr int64_t decode_smem_bytes(int64_t m) { return int64_t(kDecodeWarps) * decode_m_tiles(m) * 8 * kDecodeRowsN * 4; }
+// Activation rows in tiles of 8: up to 32 rows per CTA (4 tiles); 33..64 rows take two CTAs per
+// chunk of weight rows (grid.y), each reading the weights (the second mostly from L2).
+constexpr int kDecodeMaxTiles = 4;
+constexpr int decode_m_tiles(int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : kDecodeMaxTiles; }
+constexpr int decode_m_ctas(int64_t m) { return int((m + 8 * kDecodeMaxTiles - 1) / (8 * kDecodeMaxTiles)); }
+// CTAs of the decode kernel per SM (its registers: 128 per thread up to 16 rows, more above).
+constexpr int decode_ctas_per_sm(int64_t m) { return m <= 16 ? 2 : 1; }
+constexpr int decode_k_split(int64_t m, int64_t n, int64_t k, int sms) {
+  const int64_t blocks = k / 128, groups16 = (n + kDecodeRowsN - 1) / kDecodeRowsN;
+  const int64_t resident = int64_t(sms) * decode_ctas_per_sm(m) * kDecodeWarps;
+  int split = blocks >= 32 ? 8 : blocks >= 16 ? 4 : blocks >= 8 ? 2 : 1;
+  while (split > 1 && groups16 * split > resident) split /= 2;
+  return split;
+}
+constexpr int decode_rows_per_cta(int64_t m, int64_t n, int64_t k, int sms) {
+  return kDecodeRowsN * (kDecodeWarps / decode_k_split(m, n, k, sms));
+}
+// Dynamic shared memory: the cp.async rings, reused afterwards for the warps' partial sums.
+constexpr int64_t decode_smem_bytes(int64_t m) {
+  const int64_t ring = int64_t(kDecodeWarps) * 32 * kDecodeStages * kDecodeStageBytes;
+  const int64_t sums = int64_t(kDecodeWarps) * decode_m_tiles(m) * 8 * kDecodeRowsN * 4;
+  return ring > sums ? ring : sums;
+}
 
 }  // namespace mxq::gemm_config

@@ -22,6 +22,13 @@ MXQ_HD float gemm_operand_scale(const GemmOperand& o, int64_t row, int64_t kb) {
                                  num::stored_scale_at(o.scales, o.geom, o.fp32_scales, row / o.block_rows, kb));
 }
 
+// The decode multiplier stored at `off` in o's scales. fp8_block layouts are separable
+// (num::scale_offset_separable): off = scale_offset(geom, block row, 0) + scale_offset(geom, 0, kb).
+MXQ_HD float gemm_scale_at(const GemmOperand& o, int64_t off) {
+  const uint32_t stored = o.fp32_scales ? static_cast<const uint32_t*>(o.scales)[off] : static_cast<const uint8_t*>(o.scales)[off];
+  return num::block_decode_scale(num::Scheme::fp8_block, !o.fp32_scales, stored);
+}
+
 struct GemmParams {
   GemmOperand a, b;
   int64_t m, n, k;

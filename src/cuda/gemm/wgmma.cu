@@ -16,8 +16,6 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
-
 #include "cuda/check.hpp"
 #include "cuda/gemm/wgmma.cuh"
 
@@ -51,15 +49,8 @@ bool make_map(CUtensorMap& map, const void* base, CUtensorMapDataType type, int 
 
 template <int kGroup>
 cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  // The dynamic shared-memory limit is raised once per device (as the quantize tile kernels do).
-  static std::atomic<bool> raised[64] = {};
-  if (!raised[device & 63].load(std::memory_order_acquire)) {
-    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    const cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<kGroup>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes));
-    if (e != cudaSuccess) return e;
-    if (device < 64) raised[device].store(true, std::memory_order_release);
-  }
+  if (const cudaError_t e = allow_dynamic_smem<gemm_wgmma_kernel<kGroup>>(device, int(kSmemBytes)); e != cudaSuccess)
+    return e;
   CUtensorMap ma, mb, msa;
   const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
   if (!make_map(ma, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,

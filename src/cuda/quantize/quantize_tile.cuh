@@ -22,14 +22,6 @@ struct TileRing {
   static constexpr int kBytes = kStages * kStageBytes;
 };
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
-
 template <int kDType, num::ElemFormat kElem, int kTR, int kBC>
 __global__ void __launch_bounds__(256, kTR >= 64 ? 2 : 4) quantize_tile_kernel(const TileParams p) {
   static_assert(kTR == 16 || kTR == 32 || kTR == 64 || kTR == 128, "the tile height is 16, 32, 64 or 128");
