@@ -6,18 +6,21 @@
 //
 // Rules:
 // - sm_90 only (the kernels are sm_90a); any other architecture plans "generic".
-// - "swap-ab" (the decode kernel) for M <= 32 with K % 128 == 0, and for M <= 64 where the wgmma
-//   kernel cannot run: a warp streams 16 weight rows over a share of K; block_n = 16 x the CTA's
-//   row groups (config.h decode_k_split: up to 8 warps share 16 rows, fewer for short K or when
-//   one wave would not hold them all), block_m = M rounded up to 8, 16 or 32 (two CTA rows from
-//   33), no split of K across CTAs. (From M = 33 the wgmma kernel is faster where it can run:
-//   the decode kernel at M = 64 measured 2.4-3.8x its time on the H200.)
+// - "swap-ab" (the decode kernels) for M <= 32 with K % 128 == 0, and for M <= 64 where the wgmma
+//   kernel cannot run. M <= 8: mma.sync, a warp streams 16 weight rows over a share of K and
+//   block_n = 16 x the CTA's row groups (config.h decode_mma_k_split: up to 8 warps share 16 rows,
+//   fewer for short K or when one wave would not hold them all). M > 8: wgmma with the weights
+//   as its 64-row operand, tiles of block_n = 64 rows (128 when N / 64 tiles would not fit one
+//   wave), block_m = n = 16 or 32 activation rows (a second CTA row from 33), and a cluster of
+//   split_k CTAs splitting K (decode_cluster: as many as one wave holds, >= 4 K blocks each).
+//   (From M = 33 the tma-wgmma kernel is faster where it can run: an older decode kernel at
+//   M = 64 measured 2.4-3.8x its time.)
 // - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
 //   128 x 128 x 128 tiles, 5 stages, no cluster, a persistent grid of min(tiles, SMs) CTAs.
 // - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid
 //   shape, never an error.
 // Not planned yet (issue 6): BLOCK_N chosen per shape for the fewest waves, 2-CTA clusters with
-// TMA multicast, split-K for decode, a wgmma kernel for 1D1D.
+// TMA multicast, a wgmma kernel for 1D1D.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +44,7 @@ struct GemmPlan {
   std::string why;   // why this path (the constraint that failed, or the shape rule that chose it)
   int block_m = 0, block_n = 0, block_k = 128;
   int stages = 0;
-  int cluster = 1;   // CTAs per cluster (TMA multicast of B)
+  int cluster = 1;   // CTAs per cluster (swap-ab: the CTAs that split K)
   int split_k = 1;   // K split across CTAs (swap-ab decode)
   int64_t tiles = 0;  // output tiles (times split_k)
   int64_t waves = 0;  // ceil(tiles / sms)

@@ -39,13 +39,23 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
     case GemmPath::swap_ab:
       p.path = "swap-ab";
       p.why = "M=" + std::to_string(m) +
-              (m <= kDecodePreferMaxM ? " <= 32" : " <= 64 (no wgmma kernel for this kind)") +
-              " and K % 128 == 0: the weights are mma.sync's 16-row operand";
-      p.block_m = decode_m_tiles(m) * 8;  // activation rows of a CTA (all of M up to 32)
-      p.block_n = decode_rows_per_cta(m, n, k, arch.sms);  // 16 weight rows per warp; fewer K warps: more rows
-      p.tiles = ceil_div(n, int64_t(p.block_n)) * decode_m_ctas(m);
-      p.stages = kDecodeStages;
-      p.smem_bytes = decode_smem_bytes(m);
+              (m <= kDecodePreferMaxM ? " <= 32" : " <= 64 (no wgmma kernel for this kind)") + " and K % 128 == 0: ";
+      if (m <= kDecodeMmaMaxM) {  // decode_mma.cu: 16 weight rows per warp, warps split K inside the CTA
+        p.why += "the weights are mma.sync's 16-row operand";
+        p.block_m = 8;
+        p.block_n = decode_mma_rows_per_cta(n, k, arch.sms);
+        p.tiles = ceil_div(n, int64_t(p.block_n));
+        p.stages = kDecodeMmaStages;
+        p.smem_bytes = decode_mma_smem_bytes();
+      } else {  // decode.cu: 64/128-row tiles, clusters split K
+        p.why += "the weights are wgmma's 64-row operand, a cluster of CTAs splits K";
+        p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n; a second CTA row from 33)
+        p.block_n = decode_tile_rows(m, n, arch.sms);
+        p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms);
+        p.tiles = ceil_div(n, int64_t(p.block_n)) * decode_m_ctas(m) * p.split_k;
+        p.stages = decode_stages(p.block_n);
+        p.smem_bytes = decode_smem_bytes(m, p.block_n);
+      }
       break;
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";

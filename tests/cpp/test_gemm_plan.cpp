@@ -64,32 +64,58 @@ TEST(GemmPlan, WgmmaTileOrderVisitsEveryTileOnce) {
     }
 }
 
-TEST(GemmPlan, DecodeTakesUpTo32RowsPerCta) {
-  // all of M in one CTA row up to 32 rows, two CTA rows from 33
+TEST(GemmPlan, DecodeKernelsByRows) {
+  // M <= 8: the mma.sync kernel; 9..32: wgmma with n = 16 or 32; 33..64 (1D1D): two CTA rows
   for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 32}, {64, 32}}) {
     // 1D2D from M = 33 goes to the wgmma kernel; 1D1D keeps the decode kernel up to 64
     const GemmPlan p = plan_gemm(m, 7168, 7168, m <= 32 ? GemmKind::d1d2 : GemmKind::d1d1, DType::bfloat16, kH200);
     EXPECT_EQ(p.path, "swap-ab");
     EXPECT_EQ(p.block_m, rows) << m;
-    EXPECT_EQ(p.block_n, m <= 16 ? 32 : 64);  // 448 x 8 warps > one wave: 4 (2) warps per 16 rows
-    EXPECT_EQ(p.tiles, 7168 / p.block_n * (m > 32 ? 2 : 1));
-    EXPECT_EQ(p.split_k, 1);
-    EXPECT_EQ(p.smem_bytes, gemm_config::decode_smem_bytes(m));
+    if (m <= 8) {
+      // 448 groups of 16 rows x 8 warps would not fit one wave (132 x 2 CTAs x 8 warps): 4 warps each
+      EXPECT_EQ(p.block_n, 32);
+      EXPECT_EQ(p.split_k, 1);
+      EXPECT_EQ(p.tiles, 224);
+      EXPECT_EQ(p.stages, 3);
+      EXPECT_EQ(p.smem_bytes, gemm_config::decode_mma_smem_bytes());
+      continue;
+    }
+    EXPECT_EQ(p.block_n, 64);
+    // 112 tiles: a cluster of 2 fits one wave (132 SMs x 3 CTAs), 4 would not; 224 tiles from 33
+    EXPECT_EQ(p.split_k, m <= 32 ? 2 : 1) << m;
+    EXPECT_EQ(p.cluster, p.split_k);
+    EXPECT_EQ(p.tiles, 224);
+    EXPECT_EQ(p.stages, 6);
+    EXPECT_EQ(p.smem_bytes, gemm_config::decode_smem_bytes(m, 64));
   }
-  // the K split: >= 4 blocks per warp where K allows (short K: more rows per CTA), and no more
-  // warps than one wave holds (132 SMs x 2 CTAs x 8 warps up to 16 rows, 1 CTA above)
-  for (auto [m, n, k, rows] : std::vector<std::array<int64_t, 4>>{
-           {16, 2112, 7168, 16}, {16, 4096, 7168, 16}, {1, 7168, 7168, 32}, {1, 7168, 16384, 32},
-           {16, 7168, 2048, 32}, {16, 24576, 1536, 128}, {16, 32768, 512, 128}, {8, 1000, 896, 128},
-           {16, 1000, 1024, 64}, {32, 7168, 7168, 64}, {32, 2112, 7168, 16}, {1, 1 << 20, 7168, 128}}) {
-    const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
-    EXPECT_EQ(p.path, "swap-ab");
-    EXPECT_EQ(p.block_n, rows) << m << "x" << n << "x" << k;
-    EXPECT_EQ(p.tiles, (n + rows - 1) / rows) << m << "x" << n << "x" << k;
-    const int split = gemm_config::decode_k_split(m, n, k, kH200.sms), blocks = int(k / 128);
-    EXPECT_EQ(split * p.block_n / 16, gemm_config::kDecodeWarps);
+  // mma.sync (M <= 8): the K split per 16 weight rows: >= 4 blocks per warp where K allows (short
+  // K: more rows per CTA), and no more warps than one wave holds (132 SMs x 2 CTAs x 8 warps)
+  for (auto [n, k, rows] : std::vector<std::array<int64_t, 3>>{
+           {2112, 7168, 16}, {4096, 7168, 16}, {7168, 7168, 32}, {7168, 16384, 32}, {7168, 2048, 32},
+           {24576, 1536, 128}, {32768, 512, 128}, {1000, 896, 128}, {1000, 1024, 64}, {1 << 20, 7168, 128}}) {
+    const GemmPlan p = plan_gemm(1, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
+    EXPECT_EQ(p.block_n, rows) << n << "x" << k;
+    EXPECT_EQ(p.tiles, (n + rows - 1) / rows) << n << "x" << k;
+    const int split = gemm_config::decode_mma_k_split(n, k, kH200.sms), blocks = int(k / 128);
+    EXPECT_EQ(split * p.block_n / 16, gemm_config::kDecodeMmaWarps);
     EXPECT_TRUE(split == 1 || blocks / split >= 4) << k;
-    EXPECT_TRUE(split == 1 || (n + 15) / 16 * split <= 132 * gemm_config::decode_ctas_per_sm(m) * 8) << n;
+    EXPECT_TRUE(split == 1 || (n + 15) / 16 * split <= 132 * 2 * 8) << n;
+  }
+  // wgmma (M > 8): tile rows and cluster: one wave holds every CTA where N allows, >= 4 K blocks each
+  for (auto [m, n, k, rows, cluster] : std::vector<std::array<int64_t, 5>>{
+           {16, 2112, 7168, 64, 8}, {16, 4096, 7168, 64, 4}, {9, 7168, 7168, 64, 2}, {16, 7168, 16384, 64, 2},
+           {16, 7168, 2048, 64, 2}, {16, 24576, 1536, 64, 1}, {16, 32768, 512, 128, 1}, {16, 1000, 896, 64, 1},
+           {16, 1000, 1024, 64, 2}, {32, 7168, 7168, 64, 2}, {32, 2112, 7168, 64, 8}, {12, 1 << 20, 7168, 128, 1},
+           {16, 2112, 4224, 64, 8}}) {
+    const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
+    const std::string at = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    EXPECT_EQ(p.path, "swap-ab");
+    EXPECT_EQ(p.block_n, rows) << at;
+    EXPECT_EQ(p.split_k, cluster) << at;
+    EXPECT_EQ(p.tiles, (n + rows - 1) / rows * cluster) << at;
+    const int64_t slots = 132 * gemm_config::decode_ctas_per_sm(int(rows));
+    EXPECT_TRUE(cluster == 1 || (p.tiles <= slots && k / 128 / cluster >= 4)) << at;
+    EXPECT_TRUE(p.tiles * 2 > slots || k / 128 / (2 * cluster) < 4 || cluster == 8) << at << ": a larger cluster fits";
   }
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond

@@ -102,10 +102,10 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, tma, 64, 384, 1024, Backend::cublaslt, "cublasLt"},
                         // the wgmma kernel: tails in M, N and K (K % 128 == 96), K of one partial
                         // block, M = 1 (K % 128 != 0 keeps it off decode), several tiles per CTA
-                        Case{tma, "fp8_block_128x128:pow2=1", 257, 300, 1120, Backend::cuda_aot, "wgmma"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 300, 136, 48, Backend::cuda_aot, "wgmma"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 1, 200, 1120, Backend::cuda_aot, "wgmma"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 2100, 2200, 512, Backend::cuda_aot, "wgmma"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 257, 300, 1120, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 300, 136, 48, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 1, 200, 1120, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 2100, 2200, 512, Backend::cuda_aot, "wgmma 128x128"},
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 129, 200, 1024, Backend::cuda_aot,
                              "generic"},
                         Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 7, 130, 896,
@@ -138,7 +138,7 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                                 std::to_string(c.n) + "x" + std::to_string(c.k) + " ran " + ran;
       EXPECT_EQ(ran.rfind(backend_name(c.be), 0), 0u) << where;
       EXPECT_NE(ran.find(c.kernel), std::string::npos) << where;
-      if (ran.find("wgmma") != std::string::npos) {
+      if (ran.find("wgmma 128x128") != std::string::npos) {
         EXPECT_NE(ran.find("promote-k " + std::to_string(pk)), std::string::npos) << where;
       }
       for (int64_t i = 0; i < c.m; ++i)
@@ -148,7 +148,7 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
             exact += int64_t(xa.values[size_t(i * c.k + t)]) * int64_t(xb.values[size_t(j * c.k + t)]);
           ASSERT_EQ(got[size_t(i * c.n + j)], float(exact)) << where << " at (" << i << ", " << j << ")";
         }
-      if (ran.find("wgmma") == std::string::npos) break;  // the other kernels ignore promote_k
+      if (ran.find("wgmma 128x128") == std::string::npos) break;  // the other kernels ignore promote_k
     }
   }
 }
@@ -186,7 +186,7 @@ TEST(GpuGemm, EpilogueAlphaCBiasExact) {
     o.bias = static_cast<const float*>(bd.data());
     gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), DType::float32, m, n, stride, kGpu), o);
     const std::string ran = last_dispatch().kernel;
-    EXPECT_NE(ran.find("wgmma"), std::string::npos) << ran;
+    EXPECT_NE(ran.find("wgmma 128x128"), std::string::npos) << ran;
     runtime::device_synchronize(kGpu);
     std::vector<uint32_t> got(size_t(m * stride));
     d.download(got.data());
@@ -256,7 +256,7 @@ TEST(GpuGemm, RandomAgainstReference) {
         const int slot = peer                                      ? 0
                          : ran.find("decode") != std::string::npos ? 1
                          : coarse                                  ? 4
-                         : ran.find("wgmma") != std::string::npos  ? 2
+                         : ran.find("wgmma 128x128") != std::string::npos ? 2
                                                                    : 3;
         if (dt == DType::float32) worst[slot] = std::max(worst[slot], rel);
         // promote-k 128 (DeepGEMM's interval) is in cuBLASLt's accuracy class: the peer's bound
@@ -291,7 +291,8 @@ TEST(GpuGemm, BackendSelection) {
     return r;
   };
   const std::string wgmma = "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32",
-                    decode = "cuda-aot swap-AB decode", cublaslt = "cublaslt cublasLt VEC128 x BLK128x128";
+                    decode = "cuda-aot swap-AB decode, mma.sync", decode_wg = "cuda-aot swap-AB decode, wgmma",
+                    cublaslt = "cublaslt cublasLt VEC128 x BLK128x128";
   EXPECT_EQ(ran_on(a128, 128, Backend::automatic), wgmma);
   EXPECT_EQ(last_dispatch().fallback, "");
   EXPECT_EQ(ran_on(a128, 128, Backend::cublaslt), cublaslt);
@@ -310,8 +311,8 @@ TEST(GpuGemm, BackendSelection) {
   EXPECT_EQ(ran_on(a64, 64, Backend::automatic), cublaslt);
   // A's scales row_major: neither the wgmma kernel nor cuBLASLt takes it, the decode kernel does
   QuantizedBuffers a48 = quantized("fp8_block_1x128", x64, 48, 512);
-  EXPECT_EQ(ran_on(a48, 48, Backend::cuda_aot), decode);
-  EXPECT_EQ(ran_on(a48, 48, Backend::automatic), decode);
+  EXPECT_EQ(ran_on(a48, 48, Backend::cuda_aot), decode_wg);
+  EXPECT_EQ(ran_on(a48, 48, Backend::automatic), decode_wg);
   EXPECT_EQ(last_dispatch().fallback, "");
   run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic, &ran);  // K % 128 != 0 and M % 4 != 0
   EXPECT_EQ(ran, "cuda-aot generic");
@@ -323,7 +324,7 @@ TEST(GpuGemm, BackendSelection) {
   run_gemm(a128, b, 128, 256, DType::float32, Backend::cuda_jit, &ran);
   EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
   run_gemm(a7, b, 7, 256, DType::float32, Backend::cublaslt, &ran);  // cuBLASLt cannot: our decode kernel
-  EXPECT_EQ(ran, "cuda-aot swap-AB decode");
+  EXPECT_EQ(ran, "cuda-aot swap-AB decode, mma.sync");
   EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;
   QuantizeOptions qo;
   qo.backend = Backend::cublaslt;

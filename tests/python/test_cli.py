@@ -169,7 +169,9 @@ def test_gemm_plan():
     assert decode.returncode == 0, decode.stderr
     p = json.loads(decode.stdout)
     assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["tiles"] == 224
-    assert p["stages"] == 3
+    assert p["stages"] == 3 and p["split_k"] == 1
+    wg = json.loads(run("gemm-plan", "16", "7168", "7168", "--json").stdout)
+    assert wg["block_m"] == 16 and wg["block_n"] == 64 and wg["cluster"] == 2 and wg["stages"] == 6
     big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)
     assert big["path"] == "tma-wgmma" and big["block_m"] == 128 and big["block_n"] == 128 and big["stages"] == 5
     odd = run("gemm-plan", "7", "7168", "100")

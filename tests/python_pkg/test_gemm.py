@@ -47,8 +47,11 @@ def test_gemm_errors():
 
 def test_gemm_plan():
     p = mxq.gemm_plan(1, 7168, 7168)
-    # 448 groups of 16 weight rows x 8 warps would not fit one wave: 4 warps per group, 32 rows per CTA
+    # M <= 8, mma.sync: 448 groups of 16 weight rows x 8 warps would not fit one wave: 4 warps each
     assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["split_k"] == 1
+    # M > 8, wgmma: 112 tiles of 64 weight rows; clusters of 2 CTAs split K (4 would not fit one wave)
+    q = mxq.gemm_plan(16, 7168, 7168)
+    assert q["path"] == "swap-ab" and q["block_m"] == 16 and q["block_n"] == 64 and q["split_k"] == 2
     assert mxq.gemm_plan(4096, 7168, 7168)["path"] == "tma-wgmma"
     with pytest.raises(ValueError, match="kind='2d2d'"):
         mxq.gemm_plan(16, 16, 16, kind="2d2d")

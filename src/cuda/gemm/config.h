@@ -35,40 +35,59 @@ MXQ_HD void wgmma_tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t
   nb = first + local % width;
 }
 
-// The swap-AB decode kernel: a CTA of kDecodeWarps warps, each warp 16 weight rows (N) and a
-// share of K. The warps form kDecodeWarps / split groups of 16 rows, and the `split` warps of a
-// group take interleaved 128-wide K blocks (decode_k_split: at least 4 blocks per warp where K
-// allows, and no more warps than one wave of CTAs holds, so that every CTA is resident at once
-// and the weight stream runs at full width to the end). M <= 64 in tiles of 8 activation rows.
-// Each thread streams its weight bytes through a private kDecodeStages-deep cp.async ring.
-constexpr int kDecodeRowsN = 16, kDecodeWarps = 8, kDecodeMaxM = 64, kDecodeStages = 3;
-constexpr int kDecodeStageBytes = 64;  // per thread: 16 bytes of rows g and g + 8, twice
-// Above kDecodePreferMaxM rows the decode kernel runs 8 tiles of 8 rows, and the wgmma kernel's
-// single 128-row tile is faster wherever it takes the call (H200, bench/RESULTS.md session 6:
-// decode at M = 64 took 2.4-3.8x the wgmma kernel's time at M = 128 on every issue shape); the
-// decode kernel keeps M = 33..64 only where the wgmma kernel cannot run (1D1D, K % 16 != 0).
+// The wgmma swap-AB decode kernel (decode.cu; 9 <= M <= 64, the mma.sync one below takes M <= 8):
+// one warpgroup per CTA. A tile of 64 or 128 weight rows is wgmma's M operand and the activation
+// rows its N operand (n = 16 or 32: up to 32 rows per CTA, a second CTA row from 33). TMA streams the tile's 128-wide K blocks through a ring of stages; a
+// cluster of decode_cluster CTAs splits a tile's K and sums over distributed shared memory. The
+// choice keeps every CTA resident in one wave (the weight stream then runs at full width to the
+// end) and gives each CTA at least 4 K blocks where K allows.
+constexpr int kDecodeMaxM = 64, kDecodeRowsPerCta = 32;
+// Above kDecodePreferMaxM rows the wgmma kernel's single 128-row tile is faster wherever it takes
+// the call (H200, bench/RESULTS.md session 6); the decode kernel keeps M = 33..64 only where the
+// wgmma kernel cannot run (1D1D, K % 16 != 0).
 constexpr int kDecodePreferMaxM = 32;
-// Activation rows in tiles of 8: up to 32 rows per CTA (4 tiles); 33..64 rows take two CTAs per
-// chunk of weight rows (grid.y), each reading the weights (the second mostly from L2).
-constexpr int kDecodeMaxTiles = 4;
-constexpr int decode_m_tiles(int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : kDecodeMaxTiles; }
-constexpr int decode_m_ctas(int64_t m) { return int((m + 8 * kDecodeMaxTiles - 1) / (8 * kDecodeMaxTiles)); }
-// CTAs of the decode kernel per SM (its registers: 128 per thread up to 16 rows, more above).
-constexpr int decode_ctas_per_sm(int64_t m) { return m <= 16 ? 2 : 1; }
-constexpr int decode_k_split(int64_t m, int64_t n, int64_t k, int sms) {
-  const int64_t blocks = k / 128, groups16 = (n + kDecodeRowsN - 1) / kDecodeRowsN;
-  const int64_t resident = int64_t(sms) * decode_ctas_per_sm(m) * kDecodeWarps;
+constexpr int decode_n(int64_t m) { return m <= 16 ? 16 : 32; }  // of the CTA's rows (M > 8 here)
+constexpr int decode_m_ctas(int64_t m) { return int((m + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta); }
+constexpr int decode_stages(int rows) { return rows == 64 ? 6 : 4; }
+// Dynamic shared memory: the ring (weights and activations per stage), the stages' mbarriers and
+// the 1024-byte alignment of the swizzled tiles; the partial sums reuse the ring.
+constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
+  return int64_t(decode_stages(rows)) * (rows + decode_n(m)) * 128 + decode_stages(rows) * 8 + 1024;
+}
+constexpr int decode_ctas_per_sm(int rows) { return rows == 64 ? 3 : 2; }  // 227 KB of shared memory
+constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
+  return (n + 63) / 64 * decode_m_ctas(m) > int64_t(sms) * decode_ctas_per_sm(64) ? 128 : 64;
+}
+constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms) {
+  const int rows = decode_tile_rows(m, n, sms);
+  const int64_t tiles = (n + rows - 1) / rows * decode_m_ctas(m), slots = int64_t(sms) * decode_ctas_per_sm(rows);
+  int c = 1;
+  while (c < 8 && tiles * 2 * c <= slots && k / 128 / (2 * c) >= 4) c *= 2;
+  return c;
+}
+
+// The mma.sync decode kernel (decode_mma.cu), for M <= kDecodeMmaMaxM: a CTA of 8 warps, each
+// warp 16 weight rows and a share of K. The warps form 8 / split groups of 16 rows, and the
+// `split` warps of a group take interleaved 128-wide K blocks (decode_mma_k_split: at least 4
+// blocks per warp where K allows, and no more warps than one wave of CTAs holds). Each thread
+// streams its weight bytes through a private kDecodeMmaStages-deep cp.async ring.
+constexpr int kDecodeMmaMaxM = 8;
+constexpr int kDecodeMmaRowsN = 16, kDecodeMmaWarps = 8, kDecodeMmaStages = 3, kDecodeMmaCtasPerSm = 2;
+constexpr int kDecodeMmaStageBytes = 64;  // per thread: 16 bytes of rows g and g + 8, twice
+constexpr int decode_mma_k_split(int64_t n, int64_t k, int sms) {
+  const int64_t blocks = k / 128, groups16 = (n + kDecodeMmaRowsN - 1) / kDecodeMmaRowsN;
+  const int64_t resident = int64_t(sms) * kDecodeMmaCtasPerSm * kDecodeMmaWarps;
   int split = blocks >= 32 ? 8 : blocks >= 16 ? 4 : blocks >= 8 ? 2 : 1;
   while (split > 1 && groups16 * split > resident) split /= 2;
   return split;
 }
-constexpr int decode_rows_per_cta(int64_t m, int64_t n, int64_t k, int sms) {
-  return kDecodeRowsN * (kDecodeWarps / decode_k_split(m, n, k, sms));
+constexpr int decode_mma_rows_per_cta(int64_t n, int64_t k, int sms) {
+  return kDecodeMmaRowsN * (kDecodeMmaWarps / decode_mma_k_split(n, k, sms));
 }
 // Dynamic shared memory: the cp.async rings, reused afterwards for the warps' partial sums.
-constexpr int64_t decode_smem_bytes(int64_t m) {
-  const int64_t ring = int64_t(kDecodeWarps) * 32 * kDecodeStages * kDecodeStageBytes;
-  const int64_t sums = int64_t(kDecodeWarps) * decode_m_tiles(m) * 8 * kDecodeRowsN * 4;
+constexpr int64_t decode_mma_smem_bytes() {
+  const int64_t ring = int64_t(kDecodeMmaWarps) * 32 * kDecodeMmaStages * kDecodeMmaStageBytes;
+  const int64_t sums = int64_t(kDecodeMmaWarps) * 8 * kDecodeMmaRowsN * 4;
   return ring > sums ? ring : sums;
 }
 

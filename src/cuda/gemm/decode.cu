@@ -1,243 +1,228 @@
-// The decode GEMM (M <= 64; 32 activation rows per CTA): swap-AB on the FP8 tensor cores. The weights B[N, K] are the MMA's
-// 16-row "A" operand and the few activation rows A[M, K] its 8-column "B" operand
-// (mma.sync m16n8k32 e4m3, fp32 accumulators), so the weights are read once whatever M is: the
-// GEMM is bound by the weight bytes, and the kernel is built to keep them streaming.
+// The decode GEMM for 9..64 activation rows (decode_mma.cu takes M <= 8): swap-AB on Hopper's FP8
+// wgmma. A tile of kR = 64 or 128 weight rows B[n0 .. n0 + kR, K] is the instruction's 64-row A
+// operand (one or two m64 halves) and up to 32 activation rows A[m_base .., K] its kN-column B
+// operand (kN = 16 or 32), so D^T's tile is computed with the weights read once: the GEMM is
+// bound by the weight bytes. (FP8 mma.sync does less per instruction on sm_90: ptxas lowers it to
+// fp16 HMMA plus conversions.)
 //
-// - Work: a warp owns 16 weight rows and every kS-th 128-wide K block of them; the CTA's 8 warps
-//   are 8 / kS groups of 16 rows (config.h, decode_k_split: each warp streams at least 4 blocks
-//   where K allows, short K gets more rows per CTA instead, and all CTAs fit in one wave where N
-//   allows; a CTA takes further chunks of rows in turn otherwise).
-// - Streaming: each thread copies its own 64 bytes of a block (16 bytes of rows g and g + 8, at
-//   two places) with cp.async into a private ring of kDecodeStages slots, kDecodeStages - 1
-//   blocks ahead of the block it multiplies; a thread reads back only what it copied, so the
-//   ring needs no barrier. The activation bytes (L2 hits) of the next block are loaded one block
-//   ahead (up to 16 rows), and the block's scales while its weights land.
-// - Numerics: each 32-wide MMA step is summed from zero and added in fp32, and every 128 of K
-//   the block's sum is promoted with both block scales (as DeepGEMM does); the warps of a row
-//   group meet in shared memory. K order inside a block does not matter to a dot product, so
-//   both operands use the same assignment of bytes to fragment registers.
+// - One warpgroup per CTA. Thread 0 streams the tile's 128-wide K blocks with TMA (128-byte
+//   swizzle, zero fill past N and M) into a ring of decode_stages stages guarded by one mbarrier
+//   each, and refills a stage as soon as the warpgroup's MMAs have read it.
+// - A cluster of C CTAs (config.h decode_cluster) splits a tile's K blocks (rank r takes the r-th
+//   contiguous range: measured faster than interleaved blocks at M = 1); each CTA leaves its partial tile in shared memory, and after a cluster barrier each
+//   rank sums a slice of the tile over the C ranks in rank order (distributed shared memory) and
+//   writes it: deterministic, no workspace.
+// - Numerics: every 32-wide step is its own wgmma from zero (the tensor cores sum an
+//   instruction's products in a narrower format than fp32) and is added into fp32 accumulators
+//   with the product of the weight row's and the activation row's block scales. The scales (any
+//   layout quantize() writes: num::separable_walk) are loaded one block ahead.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
-
 #include "cuda/check.hpp"
-#include "cuda/common.cuh"
 #include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
+#include "cuda/gemm/sm90.cuh"
+#include "cuda/gemm/tma.hpp"
 #include "mxq/numerics/formats.h"
-#include "mxq/numerics/recipes.h"
+#include "mxq/numerics/layouts.h"
 
 namespace mxq::cuda {
 namespace {
 
 using namespace gemm_config;
-constexpr int kWarps = kDecodeWarps, kRowsN = kDecodeRowsN, kStages = kDecodeStages;
-constexpr int kThreads = kWarps * 32;
-static_assert(kDecodeStageBytes == 4 * 16, "a thread's share of a block: 4 chunks of 16 bytes");
+using namespace sm90;
 
-// d += A . B for one 32-wide step, the step's own sum formed from zero: the tensor cores sum
-// the 32 products of an instruction in a narrower format than fp32, so steps are added in fp32.
-__device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  float s0, s1, s2, s3;
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%10, %10, %10, %10};\n"
-      : "=f"(s0), "=f"(s1), "=f"(s2), "=f"(s3)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
-  d[0] += s0;
-  d[1] += s1;
-  d[2] += s2;
-  d[3] += s3;
+template <int kN>
+__device__ __forceinline__ void mma_from_zero(float (&d)[kN / 2], uint64_t a, uint64_t b) {
+  if constexpr (kN == 16) wgmma_m64n16k32_e4m3(d, a, b, false);
+  else wgmma_m64n32k32_e4m3(d, a, b, false);
 }
 
-// The thread's activation bytes of block kb: row 8 mt + g of the CTA's rows, bytes h * 64 + q * 16
-// .. + 15 (`x0` points at byte q * 16 of that row g; m_left rows exist from the CTA's first).
-template <int kMT>
-__device__ __forceinline__ void load_x(uint4 (&x)[kMT][2], const GemmParams& p, const uint8_t* x0, int m_left, int g,
-                                       int64_t kb) {
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-    const uint8_t* at = x0 + int64_t(mt) * 8 * p.k + kb * 128;
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      x[mt][h] = mt * 8 + g < m_left ? __ldg(reinterpret_cast<const uint4*>(at + h * 64)) : uint4{0u, 0u, 0u, 0u};
-  }
-}
-
-// What a thread needs of one K block besides the weights: its activation bytes and the decode
-// multipliers of its activation rows (8 mt + 2q, + 1) and weight rows (g, g + 8).
-template <int kMT>
-struct Side {
-  uint4 x[kMT][2];
-  float sa[kMT][2], sb[2];
+// The block scales a thread needs: weight rows 64 h + 16 warp + lane / 4 + 8 e (e = 0, 1) and
+// activation rows 8 j + 2 (lane % 4) + f (f = 0, 1) of the CTA's. Loaded a block ahead and
+// multiplied only when used, so that nothing waits for the loads before the next block.
+template <int kN, int kR>
+struct Scales {
+  float sb[kR / 64][2], sa[kN / 8][2];
 };
 
-// Registers per thread allow this many CTAs of 256 threads per SM (128 registers up to 16 rows).
-template <int kMT>
-constexpr int kMinCtas = kMT <= 2 ? 2 : 1;
-static_assert(kDecodeMaxTiles == 4, "up to 32 activation rows per CTA");
+// Calls fn(h, j, e, f) for each accumulator of the thread's fragment: register 4 j + 2 e + f of
+// m64 half h holds weight row 64 h + 16 warp + lane / 4 + 8 e and activation row 8 j + 2 (lane % 4) + f.
+template <int kH, int kJ, typename Fn>
+__device__ __forceinline__ void for_each_fragment(Fn&& fn) {
+#pragma unroll
+  for (int h = 0; h < kH; ++h)
+#pragma unroll
+    for (int j = 0; j < kJ; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+#pragma unroll
+        for (int f = 0; f < 2; ++f) fn(h, j, e, f);
+}
 
-template <int kMT, int kS>  // kMT tiles of 8 activation rows; kS warps per 16 weight rows
-__global__ void __launch_bounds__(kThreads, kMinCtas<kMT>) gemm_decode_kernel(const GemmParams p) {
-  constexpr int kGroups = kWarps / kS, kChunkRows = kRowsN * kGroups;
-  extern __shared__ uint4 smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, q = lane & 3;  // MMA group (row of the 16, column of the 8) and thread in it
-  const int group = warp / kS, split = warp % kS;
-  const int kblocks = int(p.k / 128);  // K < 2^38: the dispatch checks
-  const int steps = (kblocks - split + kS - 1) / kS;  // this warp's blocks (decode_k_split: split < kblocks)
-  const int64_t chunks = (p.n + kChunkRows - 1) / kChunkRows;
+template <int kN, int kR>
+__global__ void __launch_bounds__(128) gemm_decode_kernel(const __grid_constant__ CUtensorMap map_w,
+                                                          const __grid_constant__ CUtensorMap map_x, const GemmParams p,
+                                                          int cluster) {
+  constexpr int kStages = decode_stages(kR), kH = kR / 64, kJ = kN / 8;
+  constexpr uint32_t kTileW = kR * 128, kTileX = kN * 128, kStageBytes = kTileW + kTileX;
+  static_assert(kTileW % 1024 == 0 && kTileX % 1024 == 0, "swizzled tiles are 1024-byte aligned");
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+  uint8_t* tiles_w = smem;
+  uint8_t* tiles_x = smem + kStages * kTileW;
+  uint64_t* full = reinterpret_cast<uint64_t*>(tiles_x + kStages * kTileX);
 
-  // fp8_block scale layouts are separable (num::separable_walk); A's offsets fit 32 bits (the
-  // dispatch checks its scale storage)
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int rank = int(cluster_rank());
+  const int64_t n0 = int64_t(blockIdx.x / cluster) * kR;
+  const int m_base = int(blockIdx.y) * kDecodeRowsPerCta, m_left = int(p.m) - m_base;
+  const int kblocks = int(p.k / 128);                             // < 2^31: the dispatch checks
+  // The rank's K blocks: a contiguous range (longer runs of each weight row for the DRAM pages)
+  const int first = int(int64_t(rank) * kblocks / cluster);
+  const int steps = int(int64_t(rank + 1) * kblocks / cluster) - first;  // decode_cluster: >= 4 each
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  auto issue = [&](int i) {  // this CTA's i-th K block into stage i % kStages
+    const int s = i % kStages, kb = first + i;
+    mbar_arrive_expect_tx(&full[s], kStageBytes);
+    tma_load_2d(tiles_w + s * kTileW, &map_w, &full[s], kb * 128, int32_t(n0));
+    tma_load_2d(tiles_x + s * kTileX, &map_x, &full[s], kb * 128, m_base);
+  };
+  if (tid == 0) {
+    tma_prefetch_map(&map_w);
+    tma_prefetch_map(&map_x);
+    for (int i = 0; i < kStages && i < steps; ++i) issue(i);
+  }
+
   const num::SeparableWalk walk_a = num::separable_walk(p.a.geom), walk_b = num::separable_walk(p.b.geom);
-  // activation rows m_base .. m_base + 8 kMT - 1 (grid.y: 32 rows per CTA), m_left of them real
-  const int m_base = int(blockIdx.y) * 8 * kDecodeMaxTiles, m_left = int(p.m) - m_base;
-  const uint8_t* x0 = p.a.codes + int64_t(m_base + g) * p.k + q * 16;
-
-  // Each CTA takes chunks of kChunkRows weight rows in turn (a grid of at most one wave).
-  for (int64_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
-    const int64_t row_n = chunk * kChunkRows + group * kRowsN + g;
-    const bool ok0 = row_n < p.n, ok1 = row_n + 8 < p.n;
-    const int64_t b_row0 = walk_b.row(ok0 ? row_n / p.b.block_rows : 0), b_row1 = walk_b.row(ok1 ? row_n + 8 : 0);  // used with 1 x 128 scales only
-    // The thread's ring: slot s, chunk j (rows g / g + 8 at bytes q * 16 and 64 + q * 16) at
-    // smem[(s * 4 + j) * kThreads + threadIdx.x], so a warp's accesses are 512 contiguous bytes.
-    const uint8_t* w0 = p.b.codes + (ok0 ? row_n : 0) * p.k + split * 128 + q * 16;
-    const uint8_t* w1 = p.b.codes + (ok1 ? row_n + 8 : 0) * p.k + split * 128 + q * 16;
-    auto fetch = [&](int i, int slot_index) {  // the weights of this warp's i-th block into a slot
-      if (i < steps) {
-        const int64_t at = int64_t(i) * (kS * 128);
-        uint4* slot = smem + slot_index * 4 * kThreads + threadIdx.x;
-        cp_async16(slot, w0 + at, ok0);
-        cp_async16(slot + kThreads, w1 + at, ok1);
-        cp_async16(slot + 2 * kThreads, w0 + at + 64, ok0);
-        cp_async16(slot + 3 * kThreads, w1 + at + 64, ok1);
+  const int stride_a = int(walk_a.row_stride);  // A's scale offsets fit 32 bits: the dispatch checks
+  auto load_scales = [&](Scales<kN, kR>& sc, int kb) {
+    const int col_a = int(walk_a.block(kb));
+    const int64_t col_b = walk_b.block(kb);
+#pragma unroll
+    for (int j = 0; j < kJ; ++j)
+#pragma unroll
+      for (int f = 0; f < 2; ++f) {
+        const int m = 8 * j + 2 * (lane % 4) + f;
+        sc.sa[j][f] = m < m_left ? gemm_scale_at(p.a, (m_base + m) * stride_a + col_a) : 0.0f;
       }
-      cp_async_commit();  // an empty group past the end keeps the wait count uniform
-    };
+    // 128 x 128 weight scales: the tile (64 or 128 rows, aligned) lies in one block
+    const bool per_tile = p.b.block_rows == 128;
+    const float tile_sb = per_tile ? gemm_scale_at(p.b, walk_b.row(n0 / 128) + col_b) : 0.0f;
 #pragma unroll
-    for (int i = 0; i < kStages - 1; ++i) fetch(i, i);
-
-    float acc[kMT][4] = {};
-    // The activation bytes and the scales of a block (L2 hits) are loaded one block ahead, so that
-    // their round trip overlaps a block's work.
-    auto load_side = [&](Side<kMT>& sd, int kb) {
-      load_x(sd.x, p, x0, m_left, g, kb);
-      const int32_t col_a = int32_t(walk_a.block(kb));
-      const int64_t col_b = walk_b.block(kb);
-      sd.sb[0] = ok0 ? gemm_scale_at(p.b, b_row0 + col_b) : 0.0f;
-      // 128 x 128 weight scales: rows g and g + 8 of a 16-row group share their block
-      sd.sb[1] = !ok1 ? 0.0f : p.b.block_rows == 128 ? sd.sb[0] : gemm_scale_at(p.b, b_row1 + col_b);
+    for (int h = 0; h < kH; ++h)
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const int m0 = mt * 8 + 2 * q, stride_a = int32_t(walk_a.row_stride);
-        sd.sa[mt][0] = m0 < m_left ? gemm_scale_at(p.a, (m_base + m0) * stride_a + col_a) : 0.0f;
-        sd.sa[mt][1] = m0 + 1 < m_left ? gemm_scale_at(p.a, (m_base + m0 + 1) * stride_a + col_a) : 0.0f;
+      for (int e = 0; e < 2; ++e) {
+        const int64_t row = n0 + 64 * h + 16 * warp + lane / 4 + 8 * e;
+        sc.sb[h][e] = per_tile ? tile_sb : row < p.n ? gemm_scale_at(p.b, walk_b.row(row) + col_b) : 0.0f;
       }
-    };
-    Side<kMT> cur, next;
-    load_side(cur, split);
-#pragma unroll 1
-    for (int i = 0; i < steps; ++i) {
-      const int kb = split + i * kS;
-      fetch(i + kStages - 1, (i + kStages - 1) % kStages);
-      if (i + 1 < steps) load_side(next, kb + kS);
-      cp_async_wait<kStages - 1>();  // this thread's copies of block i have landed
-      asm volatile("" ::: "memory");
-      const uint4* slot = smem + (i % kStages) * 4 * kThreads + threadIdx.x;
-      const uint4 w[2][2] = {{slot[0], slot[kThreads]}, {slot[2 * kThreads], slot[3 * kThreads]}};
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          // bytes 0-7 are one MMA step, 8-15 the next: (a0, a2) from row g, (a1, a3) from row g + 8
-          const uint32_t a_lo[4] = {w[h][0].x, w[h][1].x, w[h][0].y, w[h][1].y};
-          const uint32_t a_hi[4] = {w[h][0].z, w[h][1].z, w[h][0].w, w[h][1].w};
-          mma_e4m3(part, a_lo, cur.x[mt][h].x, cur.x[mt][h].y);
-          mma_e4m3(part, a_hi, cur.x[mt][h].z, cur.x[mt][h].w);
-        }
-        // part[0..1]: weight row g, activation rows 8 mt + 2q, +1; part[2..3]: weight row g + 8
-        acc[mt][0] = __fmaf_rn(part[0], cur.sb[0] * cur.sa[mt][0], acc[mt][0]);
-        acc[mt][1] = __fmaf_rn(part[1], cur.sb[0] * cur.sa[mt][1], acc[mt][1]);
-        acc[mt][2] = __fmaf_rn(part[2], cur.sb[1] * cur.sa[mt][0], acc[mt][2]);
-        acc[mt][3] = __fmaf_rn(part[3], cur.sb[1] * cur.sa[mt][1], acc[mt][3]);
-      }
-      cur = next;
-    }
-    cp_async_wait<0>();
-    __syncthreads();  // every ring is drained: the shared memory now holds the partial sums
+  };
 
-    // red[warp][m][n of the 16], then D[m, n] = alpha * (sum over the group's kS warps) (+ C) (+ bias)
-    float* red = reinterpret_cast<float*>(smem);
-    constexpr int kM = kMT * 8;
-    auto at = [&](int w, int m, int n) -> float& { return red[(w * kM + m) * kRowsN + n]; };
+  float acc[kH][kN / 2] = {};
+  // Block i: its MMAs, the refill of its stage, and its promotion with the scales loaded during
+  // block i - 1 (`use`), while block i + 1's scales load into `ahead`.
+  auto block = [&](int i, const Scales<kN, kR>& use, Scales<kN, kR>& ahead) {
+    const int s = i % kStages;
+    if (i + 1 < steps) load_scales(ahead, first + i + 1);
+    mbar_wait(&full[s], (i / kStages) & 1);
+    float part[4][kH][kN / 2];
+    wgmma_fence();
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      at(warp, mt * 8 + 2 * q, g) = acc[mt][0];
-      at(warp, mt * 8 + 2 * q + 1, g) = acc[mt][1];
-      at(warp, mt * 8 + 2 * q, g + 8) = acc[mt][2];
-      at(warp, mt * 8 + 2 * q + 1, g + 8) = acc[mt][3];
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < kM * kChunkRows; i += kThreads) {
-      const int mi = i / kChunkRows, nn = i % kChunkRows, gi = nn / kRowsN, ni = nn % kRowsN;
-      const int64_t m = m_base + mi, n = chunk * kChunkRows + nn;
-      if (mi >= m_left || n >= p.n) continue;
-      float s = 0.0f;
+    for (int st = 0; st < 4; ++st)
 #pragma unroll
-      for (int w = 0; w < kS; ++w) s += at(gi * kS + w, mi, ni);
-      float out = p.alpha * s;
-      if (p.c) out += p.c[m * p.c_stride + n];
-      if (p.bias) out += p.bias[n];
-      if (p.d_bf16) static_cast<uint16_t*>(p.d)[m * p.d_stride + n] = num::float_to_bf16(out);
-      else static_cast<float*>(p.d)[m * p.d_stride + n] = out;
-    }
-    __syncthreads();  // the sums are read out before the next chunk's copies overwrite them
+      for (int h = 0; h < kH; ++h)
+        mma_from_zero<kN>(part[st][h], desc_k_major_sw128(tiles_w + s * kTileW + h * 64 * 128 + st * 32),
+                          desc_k_major_sw128(tiles_x + s * kTileX + st * 32));
+    wgmma_commit();
+    wgmma_wait<0>();
+    __syncthreads();  // every warp's MMAs have read stage s: refill it
+    if (tid == 0 && i + kStages < steps) issue(i + kStages);
+    for_each_fragment<kH, kJ>([&](int h, int j, int e, int f) {
+      const float w = use.sb[h][e] * use.sa[j][f];
+      float& a = acc[h][4 * j + 2 * e + f];
+#pragma unroll
+      for (int st = 0; st < 4; ++st) a = __fmaf_rn(part[st][h][4 * j + 2 * e + f], w, a);
+    });
+  };
+  Scales<kN, kR> even, odd;  // two buffers, their roles fixed by unrolling the loop by two
+  if (steps > 0) load_scales(even, first);
+  for (int i = 0; i < steps; i += 2) {
+    block(i, even, odd);
+    if (i + 1 < steps) block(i + 1, odd, even);
   }
+
+  // The partial tile, red[activation row c][weight row r], in this CTA's (drained) ring.
+  float* red = reinterpret_cast<float*>(smem);
+  for_each_fragment<kH, kJ>([&](int h, int j, int e, int f) {
+    red[(8 * j + 2 * (lane % 4) + f) * kR + 64 * h + 16 * warp + lane / 4 + 8 * e] = acc[h][4 * j + 2 * e + f];
+  });
+  cluster_sync();  // every rank's partial tile is written (a cluster of one: the CTA's barrier)
+  const int slice = kN * kR / cluster;
+  for (int idx = rank * slice + tid; idx < (rank + 1) * slice; idx += 128) {
+    const int c = idx / kR, r = idx % kR;
+    const int64_t n = n0 + r;
+    float sum = ld_cluster_f32(red + idx, 0);
+    for (int q = 1; q < cluster; ++q) sum += ld_cluster_f32(red + idx, uint32_t(q));
+    if (c >= m_left || n >= p.n) continue;
+    const int64_t m = m_base + c;
+    float out = p.alpha * sum;
+    if (p.c) out += p.c[m * p.c_stride + n];
+    if (p.bias) out += p.bias[n];
+    if (p.d_bf16) static_cast<uint16_t*>(p.d)[m * p.d_stride + n] = num::float_to_bf16(out);
+    else static_cast<float*>(p.d)[m * p.d_stride + n] = out;
+  }
+  cluster_sync();  // no CTA leaves while another reads its shared memory
 }
 
-template <int kMT, int kS>
+template <int kN, int kR>
 cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  constexpr auto kernel = gemm_decode_kernel<kMT, kS>;
-  constexpr int kSmem = int(decode_smem_bytes(kMT * 8));
-  static_assert(decode_smem_bytes(kDecodeMaxM) <= 227 * 1024, "the decode kernel's shared memory");
+  constexpr auto kernel = gemm_decode_kernel<kN, kR>;
+  constexpr int kSmem = int(decode_smem_bytes(kN, kR));
+  static_assert(decode_smem_bytes(32, 128) <= 227 * 1024, "the decode kernel's shared memory");
   if (const cudaError_t e = allow_dynamic_smem<kernel>(device, kSmem); e != cudaSuccess) return e;
-  // One wave: every CTA resident at once, so that the weight stream keeps all SMs busy to the end.
-  static std::atomic<int> per_sm[64] = {};
-  int fit = per_sm[device & 63].load(std::memory_order_relaxed);
-  if (fit == 0) {
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kThreads, kSmem); e != cudaSuccess)
-      return e;
-    fit = fit > 0 ? fit : 1;
-    per_sm[device & 63].store(fit, std::memory_order_relaxed);
-  }
-  const int rows = decode_rows_per_cta(p.m, p.n, p.k, sms);
-  const int64_t chunks = (p.n + rows - 1) / rows;
-  const int64_t grid = chunks < int64_t(sms) * fit ? chunks : int64_t(sms) * fit;
-  kernel<<<dim3(unsigned(grid), unsigned(decode_m_ctas(p.m))), kThreads, kSmem, stream>>>(p);
-  return cudaGetLastError();
+  CUtensorMap map_w, map_x;
+  if (!make_map(map_w, p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, 128, kR, CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !make_map(map_x, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, 128, kN, CU_TENSOR_MAP_SWIZZLE_128B))
+    return cudaErrorInvalidValue;
+  const int cluster = decode_cluster(p.m, p.n, p.k, sms);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned((p.n + kR - 1) / kR * cluster), unsigned(decode_m_ctas(p.m)));
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = kSmem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, map_w, map_x, p, cluster);
 }
 
-template <int kMT>
-cudaError_t launch_split(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  switch (decode_k_split(p.m, p.n, p.k, sms)) {
-    case 1: return launch<kMT, 1>(p, device, sms, stream);
-    case 2: return launch<kMT, 2>(p, device, sms, stream);
-    case 4: return launch<kMT, 4>(p, device, sms, stream);
-    default: return launch<kMT, 8>(p, device, sms, stream);
-  }
+template <int kN>
+cudaError_t launch_rows(const GemmParams& p, int device, int sms, cudaStream_t stream) {
+  return decode_tile_rows(p.m, p.n, sms) == 64 ? launch<kN, 64>(p, device, sms, stream)
+                                                : launch<kN, 128>(p, device, sms, stream);
 }
 
 }  // namespace
 
+// The operands the decode kernels (this one, and decode_mma.cu's for M <= 8) take besides
+// gemm_path's shape rule (K % 128 == 0, M <= 64).
+bool gemm_decode_takes(const GemmParams& p) {
+  return aligned16(p.a.codes) && aligned16(p.b.codes) && p.k / 128 < INT32_MAX &&
+         num::scale_storage_units(p.a.geom) < INT32_MAX && (p.m <= kDecodeMmaMaxM || encode_fn() != nullptr);
+}
+
 cudaError_t launch_gemm_decode(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  switch (decode_m_tiles(p.m)) {
-    case 1: return launch_split<1>(p, device, sms, stream);
-    case 2: return launch_split<2>(p, device, sms, stream);
-    case 4: return launch_split<4>(p, device, sms, stream);
-    default: return launch_split<kDecodeMaxTiles>(p, device, sms, stream);
-  }
+  return decode_n(p.m) == 16 ? launch_rows<16>(p, device, sms, stream) : launch_rows<32>(p, device, sms, stream);
 }
 
 }  // namespace mxq::cuda

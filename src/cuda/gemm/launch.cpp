@@ -23,7 +23,9 @@
 
 namespace mxq::cuda {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
+bool gemm_decode_takes(const GemmParams& p);
 cudaError_t launch_gemm_decode(const GemmParams& p, int device, int sms, cudaStream_t stream);
+cudaError_t launch_gemm_decode_mma(const GemmParams& p, int device, int sms, cudaStream_t stream);
 bool gemm_wgmma_takes(const GemmParams& p);
 cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream);
 }
@@ -212,9 +214,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   const GemmPath path = gemm_path(a.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
                                   cuda::gemm_wgmma_takes(p));
   const bool wgmma = path == GemmPath::tma_wgmma;
-  // the decode kernel also counts K blocks and A's scale offsets in 32 bits
-  const bool decode = path == GemmPath::swap_ab && aligned16(a.data.data) && aligned16(b.data.data) &&
-                      a.cols / 128 < INT32_MAX && num::scale_storage_units(p.a.geom) < INT32_MAX;
+  const bool decode = path == GemmPath::swap_ab && cuda::gemm_decode_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
   // auto keeps cuBLASLt first up to kDecodeMaxM rows (faster there; ours are more accurate),
@@ -245,8 +245,11 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     return;
   }
   if (decode) {
-    cuda::check_cuda(cuda::launch_gemm_decode(p, dev, ad.sms, stream), "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot, "swap-AB decode");
+    // up to 8 rows the mma.sync kernel streams the weights faster (decode_mma.cu), above it wgmma
+    const bool mma = a.rows <= gemm_config::kDecodeMmaMaxM;
+    cuda::check_cuda(mma ? cuda::launch_gemm_decode_mma(p, dev, ad.sms, stream) : cuda::launch_gemm_decode(p, dev, ad.sms, stream),
+                     "gemm kernel launch");
+    record_dispatch("gemm", Backend::cuda_aot, mma ? "swap-AB decode, mma.sync" : "swap-AB decode, wgmma");
     return;
   }
   cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");

@@ -17,35 +17,13 @@
 #include <cuda_runtime.h>
 
 #include "cuda/check.hpp"
+#include "cuda/gemm/tma.hpp"
 #include "cuda/gemm/wgmma.cuh"
 
 namespace mxq::cuda {
 namespace {
 
 using namespace wgmma_detail;
-
-// ---- host ----------------------------------------------------------------------------------------
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiled encode_fn() {
-  static const auto fn = reinterpret_cast<EncodeTiled>(driver_entry_point("cuTensorMapEncodeTiled", 12000));
-  return fn;
-}
-
-// A 2-D tensor map over rows x cols elements of `elem` bytes with row stride `stride` elements.
-bool make_map(CUtensorMap& map, const void* base, CUtensorMapDataType type, int elem, int64_t rows, int64_t cols,
-              int64_t stride, uint32_t box_cols, uint32_t box_rows, CUtensorMapSwizzle swizzle) {
-  const EncodeTiled encode = encode_fn();
-  if (!encode) return false;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(stride) * cuuint64_t(elem)};
-  const cuuint32_t box[2] = {box_cols, box_rows};
-  const cuuint32_t unit[2] = {1, 1};
-  return encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
 
 template <int kGroup>
 cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {

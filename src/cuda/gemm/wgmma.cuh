@@ -162,7 +162,11 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
       const uint32_t s = it % kStages, phase = (it / kStages) & 1;
       mbar_wait(&full[s], phase);
-      const float sb = scales_b[s];
+      // Lane 0 reads B's scale and is the lane that releases the stage (mbarrier.arrive releases
+      // the arriving thread's own accesses), then shares it: no other lane touches scales_b.
+      float sb = 0.0f;
+      if (lane == 0) sb = scales_b[s];
+      sb = __shfl_sync(0xffffffffu, sb, 0);
       const float s0 = scales_a[s * kBM + row_in_tile] * sb, s1 = scales_a[s * kBM + row_in_tile + 8] * sb;
       const uint8_t* a = tiles_a + s * kTileA + c * 64 * kBK;
       const uint8_t* b = tiles_b + s * kTileB;
