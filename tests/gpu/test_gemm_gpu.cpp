@@ -227,6 +227,9 @@ TEST(GpuGemm, RandomAgainstReference) {
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 129, 300, 1000},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:layout=mn_major_tma", 256, 384, 512},
                         Case{"fp8_block_1x128", "fp8_block_128x128", 7, 96, 640},
+                        // the wgmma decode kernel (9..32 rows): K over a cluster of 8, and 1D1D
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 16, 2112, 7168},
+                        Case{"fp8_block_1x128", "fp8_block_1x128", 24, 300, 1024},
                         Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 4096, 256, 512}})
     for (DType dt : {DType::float32, DType::bfloat16})
       for (auto [be, pk] : {std::pair{Backend::automatic, 32}, std::pair{Backend::cuda_aot, 32},
