@@ -47,8 +47,9 @@ struct GemmPlan {
   int cluster = 1;   // CTAs per cluster (swap-ab: the CTAs that split K)
   int split_k = 1;   // K split across CTAs (swap-ab decode)
   int64_t tiles = 0;  // output tiles (times split_k)
-  int64_t waves = 0;  // ceil(tiles / sms)
-  double last_wave = 0.0;  // fraction of the SMs busy in the last wave
+  int ctas_per_sm = 1;  // CTAs of this kernel resident on an SM at once (shared memory, registers)
+  int64_t waves = 0;  // ceil(tiles / (sms x ctas_per_sm))
+  double last_wave = 0.0;  // fraction of those slots busy in the last wave
   int64_t smem_bytes = 0;  // per CTA
 };
 

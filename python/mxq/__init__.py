@@ -369,9 +369,9 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
 def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132) -> dict:
     """Which of our CUDA GEMM kernels an (M, N, K) problem runs on, and its tiles (the shape rule
     that mxq.gemm dispatches by; mxq/gemm_plan.hpp states it): {"path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k",
-    "tiles", "waves", "last_wave", "smem_bytes"}."""
-    keys = ("path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles", "waves",
-            "last_wave", "smem_bytes")
+    "tiles", "ctas_per_sm", "waves", "last_wave", "smem_bytes"}."""
+    keys = ("path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles", "ctas_per_sm",
+            "waves", "last_wave", "smem_bytes")
     return dict(zip(keys, _core.gemm_plan(int(m), int(n), int(k), kind, out_dtype, int(sms))))
 
 

@@ -165,7 +165,7 @@ NB_MODULE(_core, m) {
         const mxq::GemmPlan p = mxq::plan_gemm(m_, n, k, kind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
                                                mxq::parse_dtype(out), arch);
         return std::make_tuple(p.path, p.why, p.block_m, p.block_n, p.block_k, p.stages, p.cluster, p.split_k, p.tiles,
-                               p.waves, p.last_wave, p.smem_bytes);
+                               p.ctas_per_sm, p.waves, p.last_wave, p.smem_bytes);
       },
       "m"_a, "n"_a, "k"_a, "kind"_a = "1d2d", "out"_a = "bfloat16", "sms"_a = 132);
   m.def("preset_names", &mxq::Recipe::preset_names);

@@ -199,7 +199,8 @@ int main(int argc, char** argv) {
       if (as_json) {
         std::cout << json{{"path", p.path},     {"why", p.why},         {"block_m", p.block_m}, {"block_n", p.block_n},
                           {"block_k", p.block_k}, {"stages", p.stages}, {"cluster", p.cluster}, {"split_k", p.split_k},
-                          {"tiles", p.tiles},   {"waves", p.waves},     {"last_wave", p.last_wave},
+                          {"tiles", p.tiles},   {"ctas_per_sm", p.ctas_per_sm}, {"waves", p.waves},
+                          {"last_wave", p.last_wave},
                           {"smem_bytes", p.smem_bytes}}
                          .dump(2)
                   << "\n";

@@ -13,9 +13,10 @@ using num::ceil_div;
 using namespace gemm_config;
 
 void fill_waves(GemmPlan& p, const ArchDesc& a) {
-  p.waves = ceil_div(p.tiles, a.sms);
-  const int64_t last = p.tiles - (p.waves - 1) * a.sms;
-  p.last_wave = double(last) / a.sms;
+  const int64_t slots = int64_t(a.sms) * p.ctas_per_sm;
+  p.waves = ceil_div(p.tiles, slots);
+  const int64_t last = p.tiles - (p.waves - 1) * slots;
+  p.last_wave = double(last) / double(slots);
 }
 
 }  // namespace
@@ -47,6 +48,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.tiles = ceil_div(n, int64_t(p.block_n));
         p.stages = kDecodeMmaStages;
         p.smem_bytes = decode_mma_smem_bytes();
+        p.ctas_per_sm = kDecodeMmaCtasPerSm;
       } else {  // decode.cu: 64/128-row tiles, clusters split K
         p.why += "the weights are wgmma's 64-row operand, a cluster of CTAs splits K";
         p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n; a second CTA row from 33)
@@ -55,6 +57,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.tiles = ceil_div(n, int64_t(p.block_n)) * decode_m_ctas(m) * p.split_k;
         p.stages = decode_stages(p.block_n);
         p.smem_bytes = decode_smem_bytes(m, p.block_n);
+        p.ctas_per_sm = decode_ctas_per_sm(p.block_n);
       }
       break;
     case GemmPath::tma_wgmma:
@@ -83,6 +86,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
     p.block_k = 128;
     p.tiles = ceil_div(m, 16) * ceil_div(n, 16);
     p.smem_bytes = 256 * 4;  // the E4M3 decode table
+    p.ctas_per_sm = 2048 / 256;  // 256 threads: the SM's thread limit
   }
   fill_waves(p, arch);
   return p;
@@ -91,10 +95,10 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
 std::string to_string(const GemmPlan& p) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s: block %dx%dx%d, %d stages, cluster %d, split-k %d, %lld tiles, %lld waves (last %.0f%%), "
-                "%lld bytes of shared memory; %s",
+                "%s: block %dx%dx%d, %d stages, cluster %d, split-k %d, %lld tiles, %d CTAs per SM, %lld waves (last "
+                "%.0f%%), %lld bytes of shared memory; %s",
                 p.path.c_str(), p.block_m, p.block_n, p.block_k, p.stages, p.cluster, p.split_k, (long long)p.tiles,
-                (long long)p.waves, 100.0 * p.last_wave, (long long)p.smem_bytes, p.why.c_str());
+                p.ctas_per_sm, (long long)p.waves, 100.0 * p.last_wave, (long long)p.smem_bytes, p.why.c_str());
   return buf;
 }
 

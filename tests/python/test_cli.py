@@ -169,7 +169,7 @@ def test_gemm_plan():
     assert decode.returncode == 0, decode.stderr
     p = json.loads(decode.stdout)
     assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["tiles"] == 224
-    assert p["stages"] == 3 and p["split_k"] == 1
+    assert p["stages"] == 3 and p["split_k"] == 1 and p["ctas_per_sm"] == 2 and p["waves"] == 1
     wg = json.loads(run("gemm-plan", "16", "7168", "7168", "--json").stdout)
     assert wg["block_m"] == 16 and wg["block_n"] == 64 and wg["cluster"] == 2 and wg["stages"] == 6
     big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)

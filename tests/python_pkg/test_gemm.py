@@ -49,6 +49,7 @@ def test_gemm_plan():
     p = mxq.gemm_plan(1, 7168, 7168)
     # M <= 8, mma.sync: 448 groups of 16 weight rows x 8 warps would not fit one wave: 4 warps each
     assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["split_k"] == 1
+    assert p["ctas_per_sm"] == 2 and p["waves"] == 1  # 224 CTAs, 2 resident per SM: one wave
     # M > 8, wgmma: 112 tiles of 64 weight rows; clusters of 2 CTAs split K (4 would not fit one wave)
     q = mxq.gemm_plan(16, 7168, 7168)
     assert q["path"] == "swap-ab" and q["block_m"] == 16 and q["block_n"] == 64 and q["split_k"] == 2
