@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) gemm_decode_mma_kernel(con
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, q = lane & 3;  // MMA group (row of the 16, column of the 8) and thread in it
   const int group = warp / kS, split = warp % kS;
-  const int kblocks = int(p.k / 128);  // K < 2^38: the dispatch checks
+  const int kblocks = int(p.k / 128);  // K < 2^31: the dispatch checks (gemm_decode_takes)
   const int steps = (kblocks - split + kS - 1) / kS;  // this warp's blocks (decode_mma_k_split: split < kblocks)
   const int64_t chunks = (p.n + kChunkRows - 1) / kChunkRows;
 
