@@ -48,7 +48,9 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
 
 // The operands this kernel takes (the caller also checks the device is sm_90).
 bool gemm_wgmma_takes(const GemmParams& p) {
-  return p.m >= 1 && p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.a.block_rows == 1 && p.a.fp32_scales &&
+  // TMA coordinates are 32-bit: M, N and K below 2^31
+  return p.m >= 1 && p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.m < INT32_MAX && p.n < INT32_MAX && p.k < INT32_MAX &&
+         p.a.block_rows == 1 && p.a.fp32_scales &&
          p.a.geom.layout == num::ScaleLayout::mn_major_tma && p.b.block_rows == 128 && p.b.fp32_scales &&
          aligned16(p.a.codes) && aligned16(p.b.codes) && aligned16(p.a.scales) && encode_fn() != nullptr;
 }
