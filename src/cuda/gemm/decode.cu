@@ -217,7 +217,7 @@ cudaError_t launch_rows(const GemmParams& p, int device, int sms, cudaStream_t s
 // The operands the decode kernels (this one, and decode_mma.cu's for M <= 8) take besides
 // gemm_path's shape rule (K % 128 == 0, M <= 64).
 bool gemm_decode_takes(const GemmParams& p) {
-  return aligned16(p.a.codes) && aligned16(p.b.codes) && p.k < INT32_MAX &&  // K in 32-bit TMA coordinates
+  return aligned16(p.a.codes) && aligned16(p.b.codes) && p.k < INT32_MAX && p.n < INT32_MAX &&  // 32-bit TMA coordinates
          num::scale_storage_units(p.a.geom) < INT32_MAX && (p.m <= kDecodeMmaMaxM || encode_fn() != nullptr);
 }
 
