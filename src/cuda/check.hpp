@@ -66,6 +66,21 @@ cudaError_t allow_dynamic_smem(int device, int bytes) {
   return e;
 }
 
+// CTAs of kKernel resident on one SM at once with `threads` threads and `smem` bytes of dynamic
+// shared memory (its limit raised first), looked up once per device; at least 1.
+template <auto kKernel>
+int resident_ctas(int device, int threads, int smem) {
+  static std::atomic<int> per_sm[64] = {};
+  const int slot = device & 63;
+  int n = per_sm[slot].load(std::memory_order_relaxed);
+  if (n == 0) {
+    allow_dynamic_smem<kKernel>(device, smem);
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kKernel, threads, smem) != cudaSuccess || n < 1) n = 1;
+    per_sm[slot].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 // Throws unless `d` is a CUDA device the precompiled kernels run on (sm_90: they are built for
 // sm_90a). The message names the device, its architecture and the way out.
 void require_supported_device(const Device& d, const char* op);

@@ -9,14 +9,17 @@
 namespace mxq::cuda {
 
 // cp.async of 16 bytes (zero-filled when !valid), its commit group, and the wait for all but
-// kPending of this thread's groups.
+// kPending of this thread's groups. The wait is a compiler memory barrier: the shared-memory
+// reads of the data it waits for stay after it.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
 
 // fp16 -> fp32 (exact), without cuda_fp16.h (not available to NVRTC without the toolkit).
 __device__ __forceinline__ float f16_bits_to_float(uint32_t h) {

@@ -25,6 +25,7 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
         EXPECT_EQ(gemm_path(m, k, GemmKind::d1d2, kH200), m <= 32 ? GemmPath::swap_ab : GemmPath::tma_wgmma);
         EXPECT_EQ(p.block_k, 128);
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
+        EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << to_string(p);  // they fit an SM
         // waves count the CTAs resident at once: the persistent tma-wgmma kernel's one per SM, the
         // decode kernels' 2 (mma.sync) or 3 (wgmma, 64-row tiles): one wave on every issue shape
         const int64_t slots = int64_t(kH200.sms) * p.ctas_per_sm;
@@ -84,7 +85,10 @@ TEST(GemmPlan, DecodeKernelsByRows) {
       EXPECT_EQ(p.split_k, 1);
       EXPECT_EQ(p.tiles, 224);
       EXPECT_EQ(p.stages, 3);
-      EXPECT_EQ(p.smem_bytes, gemm_config::decode_mma_smem_bytes());
+      // 8 warps x 32 threads x 3 slots x 64 bytes of cp.async ring; 2 CTAs fit an SM (228 KB,
+      // 1 KB reserved per CTA)
+      EXPECT_EQ(p.smem_bytes, 8 * 32 * 3 * 64);
+      EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024);
       continue;
     }
     EXPECT_EQ(p.block_n, 64);
@@ -93,7 +97,10 @@ TEST(GemmPlan, DecodeKernelsByRows) {
     EXPECT_EQ(p.cluster, p.split_k);
     EXPECT_EQ(p.tiles, 224);
     EXPECT_EQ(p.stages, 6);
-    EXPECT_EQ(p.smem_bytes, gemm_config::decode_smem_bytes(m, 64));
+    // 6 stages of 64 weight rows + n activation rows, 128 bytes each, their mbarriers and the
+    // 1024-byte alignment; the 3 CTAs per SM the plan counts on fit in 228 KB (1 KB reserved each)
+    EXPECT_EQ(p.smem_bytes, 6 * (64 + rows) * 128 + 6 * 8 + 1024) << m;
+    EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << m;
   }
   // mma.sync (M <= 8): the K split per 16 weight rows: >= 4 blocks per warp where K allows (short
   // K: more rows per CTA), and no more warps than one wave holds (132 SMs x 2 CTAs x 8 warps)

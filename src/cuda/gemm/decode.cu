@@ -171,11 +171,7 @@ __global__ void __launch_bounds__(128) gemm_decode_kernel(const __grid_constant_
     for (int q = 1; q < cluster; ++q) sum += ld_cluster_f32(red + idx, uint32_t(q));
     if (c >= m_left || n >= p.n) continue;
     const int64_t m = m_base + c;
-    float out = p.alpha * sum;
-    if (p.c) out += p.c[m * p.c_stride + n];
-    if (p.bias) out += p.bias[n];
-    if (p.d_bf16) static_cast<uint16_t*>(p.d)[m * p.d_stride + n] = num::float_to_bf16(out);
-    else static_cast<float*>(p.d)[m * p.d_stride + n] = out;
+    gemm_store(p, m, n, gemm_output(p, sum, m, n));
   }
   cluster_sync();  // no CTA leaves while another reads its shared memory
 }

@@ -20,7 +20,6 @@
 //   same assignment of bytes to fragment registers.
 #include <cuda_runtime.h>
 
-#include <atomic>
 
 #include "cuda/check.hpp"
 #include "cuda/common.cuh"
@@ -143,7 +142,6 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) gemm_decode_mma_kernel(con
       fetch(i + kStages - 1, (i + kStages - 1) % kStages);
       if (i + 1 < steps) load_side(next, kb + kS);
       cp_async_wait<kStages - 1>();  // this thread's copies of block i have landed
-      asm volatile("" ::: "memory");
       const uint4* slot = smem + (i % kStages) * 4 * kThreads + threadIdx.x;
       const uint4 w[2][2] = {{slot[0], slot[kThreads]}, {slot[2 * kThreads], slot[3 * kThreads]}};
 #pragma unroll
@@ -187,11 +185,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) gemm_decode_mma_kernel(con
       float s = 0.0f;
 #pragma unroll
       for (int w = 0; w < kS; ++w) s += at(gi * kS + w, mi, ni);
-      float out = p.alpha * s;
-      if (p.c) out += p.c[m * p.c_stride + n];
-      if (p.bias) out += p.bias[n];
-      if (p.d_bf16) static_cast<uint16_t*>(p.d)[m * p.d_stride + n] = num::float_to_bf16(out);
-      else static_cast<float*>(p.d)[m * p.d_stride + n] = out;
+      gemm_store(p, m, n, gemm_output(p, s, m, n));
     }
     __syncthreads();  // the sums are read out before the next chunk's copies overwrite them
   }
@@ -203,14 +197,7 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
   constexpr int kSmem = int(decode_mma_smem_bytes());
   if (const cudaError_t e = allow_dynamic_smem<kernel>(device, kSmem); e != cudaSuccess) return e;
   // One wave: every CTA resident at once, so that the weight stream keeps all SMs busy to the end.
-  static std::atomic<int> per_sm[64] = {};
-  int fit = per_sm[device & 63].load(std::memory_order_relaxed);
-  if (fit == 0) {
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kThreads, kSmem); e != cudaSuccess)
-      return e;
-    fit = fit > 0 ? fit : 1;
-    per_sm[device & 63].store(fit, std::memory_order_relaxed);
-  }
+  const int fit = resident_ctas<kernel>(device, kThreads, kSmem);
   const int rows = decode_mma_rows_per_cta(p.n, p.k, sms);
   const int64_t chunks = (p.n + rows - 1) / rows;
   const int64_t grid = chunks < int64_t(sms) * fit ? chunks : int64_t(sms) * fit;

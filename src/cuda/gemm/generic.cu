@@ -29,11 +29,7 @@ __global__ void gemm_generic_kernel(const GemmParams p) {
     for (int64_t t = k0; t < k1; ++t) part = __fmaf_rn(lut[x[t]], lut[y[t]], part);
     acc = __fmaf_rn(part, gemm_operand_scale(p.a, i, kb) * gemm_operand_scale(p.b, j, kb), acc);
   }
-  float out = p.alpha * acc;
-  if (p.c) out += p.c[i * p.c_stride + j];
-  if (p.bias) out += p.bias[j];
-  if (p.d_bf16) static_cast<uint16_t*>(p.d)[i * p.d_stride + j] = num::float_to_bf16(out);
-  else static_cast<float*>(p.d)[i * p.d_stride + j] = out;
+  gemm_store(p, i, j, gemm_output(p, acc, i, j));
 }
 
 }  // namespace

@@ -41,4 +41,17 @@ struct GemmParams {
   bool d_bf16;
 };
 
+// D[m, n] from the fp32 dot product: alpha * sum (+ C[m, n]) (+ bias[n]), stored as bf16 (round
+// to nearest even) or fp32. Every CUDA GEMM kernel's epilogue.
+MXQ_HD float gemm_output(const GemmParams& p, float sum, int64_t m, int64_t n) {
+  float out = p.alpha * sum;
+  if (p.c) out += p.c[m * p.c_stride + n];
+  if (p.bias) out += p.bias[n];
+  return out;
+}
+MXQ_HD void gemm_store(const GemmParams& p, int64_t m, int64_t n, float out) {
+  if (p.d_bf16) static_cast<uint16_t*>(p.d)[m * p.d_stride + n] = num::float_to_bf16(out);
+  else static_cast<float*>(p.d)[m * p.d_stride + n] = out;
+}
+
 }  // namespace mxq::cuda

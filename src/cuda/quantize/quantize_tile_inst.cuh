@@ -1,10 +1,10 @@
 // Instantiates the quantize launcher for input dtype MXQ_INPUT_DTYPE and element format
 // MXQ_ELEM (see quantize_tile_launch.cuh).
 #include <algorithm>
-#include <atomic>
 
 #include <string>
 
+#include "cuda/check.hpp"
 #include "cuda/quantize/quantize_tile.cuh"
 #include "mxq/error.hpp"
 #include "cuda/quantize/quantize_tile_launch.cuh"
@@ -19,15 +19,7 @@ template <num::ElemFormat kElem, int kTR, int kBC>
 void launch_one(int64_t tiles, int device, int sms, cudaStream_t stream, const TileParams& p) {
   constexpr auto kernel = quantize_tile_kernel<MXQ_INPUT_DTYPE, kElem, kTR, kBC>;
   constexpr int kSmem = TileRing<MXQ_INPUT_DTYPE, kTR>::kBytes;
-  static std::atomic<int> per_sm[64] = {};
-  const int slot = device & 63;
-  int n = per_sm[slot].load(std::memory_order_relaxed);
-  if (n == 0) {
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 256, kSmem);
-    n = n > 0 ? n : 1;
-    per_sm[slot].store(n, std::memory_order_relaxed);
-  }
+  const int n = resident_ctas<kernel>(device, 256, kSmem);
   const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(sms) * n));
   kernel<<<unsigned(grid), 256, kSmem, stream>>>(p);
 }
