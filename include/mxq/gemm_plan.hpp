@@ -6,15 +6,15 @@
 //
 // Rules:
 // - sm_90 only (the kernels are sm_90a); any other architecture plans "generic".
-// - "swap-ab" (the decode kernels) for M <= 32 with K % 128 == 0, and for M <= 64 where the wgmma
-//   kernel cannot run. M <= 8: mma.sync, a warp streams 16 weight rows over a share of K and
-//   block_n = 16 x the CTA's row groups (config.h decode_mma_k_split: up to 8 warps share 16 rows,
-//   fewer for short K or when one wave would not hold them all). M > 8: wgmma with the weights
-//   as its 64-row operand, tiles of block_n = 64 rows (128 when N / 64 tiles would not fit one
-//   wave), block_m = n = 16 or 32 activation rows (a second CTA row from 33), and a cluster of
-//   split_k CTAs splitting K (decode_cluster: as many as one wave holds, >= 4 K blocks each).
-//   (From M = 33 the tma-wgmma kernel is faster where it can run: an older decode kernel at
-//   M = 64 measured 2.4-3.8x its time.)
+// - "swap-ab" (the decode kernels) for M <= 32 with K % 128 == 0, for M <= 64 where the wgmma
+//   decode kernel's 64-row tiles fit one wave (config.h decode_one_wave; 2 waves measured slower
+//   than the tma-wgmma kernel), and for M <= 64 where the tma-wgmma kernel cannot run.
+//   M <= 8 with K < 16384 (decode_use_mma): mma.sync, a warp streams 16 weight rows over a share
+//   of K and block_n = 16 x the CTA's row groups (decode_mma_k_split: up to 8 warps share 16
+//   rows, fewer for short K or when one wave would not hold them all). Otherwise wgmma with the
+//   weights as its 64-row operand, tiles of block_n = 64 rows (128 when N / 64 tiles would not fit
+//   one wave, at n <= 32), block_m = n = 16, 32 or 64 activation rows, and a cluster of split_k
+//   CTAs splitting K (decode_cluster: as many as one wave holds, >= 4 K blocks each).
 // - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
 //   128 x 128 x 128 tiles, 5 stages, no cluster, a persistent grid of min(tiles, SMs) CTAs.
 // - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid
@@ -58,7 +58,7 @@ struct GemmPlan {
 // alignment: gemm() asks the kernel); where they do not, the decode kernel keeps M <= 64.
 // plan_gemm assumes they do.
 enum class GemmPath : uint8_t { swap_ab, tma_wgmma, generic };
-GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands = true);
+GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands = true);
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch);
 std::string to_string(const GemmPlan& p);
 

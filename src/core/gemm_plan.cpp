@@ -21,11 +21,11 @@ void fill_waves(GemmPlan& p, const ArchDesc& a) {
 
 }  // namespace
 
-GemmPath gemm_path(int64_t m, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands) {
+GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands) {
   if (arch.major != 9) return GemmPath::generic;
   const bool decode = m <= kDecodeMaxM && k % 128 == 0,
              wgmma = kind == GemmKind::d1d2 && k % 16 == 0 && wgmma_operands;
-  if (decode && (m <= kDecodePreferMaxM || !wgmma)) return GemmPath::swap_ab;
+  if (decode && (m <= kDecodePreferMaxM || !wgmma || decode_one_wave(m, n, arch.sms))) return GemmPath::swap_ab;
   return wgmma ? GemmPath::tma_wgmma : GemmPath::generic;
 }
 
@@ -36,12 +36,14 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   if (out != DType::float32 && out != DType::bfloat16)
     fail_arg(std::string("gemm plan: D dtype ") + dtype_name(out) + " is not supported; expected float32 or bfloat16");
   GemmPlan p;
-  switch (gemm_path(m, k, kind, arch)) {
+  switch (gemm_path(m, n, k, kind, arch)) {
     case GemmPath::swap_ab:
       p.path = "swap-ab";
       p.why = "M=" + std::to_string(m) +
-              (m <= kDecodePreferMaxM ? " <= 32" : " <= 64 (no wgmma kernel for this kind)") + " and K % 128 == 0: ";
-      if (m <= kDecodeMmaMaxM) {  // decode_mma.cu: 16 weight rows per warp, warps split K inside the CTA
+              (m <= kDecodePreferMaxM ? " <= " + std::to_string(kDecodePreferMaxM)
+                                      : " <= " + std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or no wgmma kernel for this kind)") +
+              " and K % 128 == 0: ";
+      if (decode_use_mma(m, k)) {  // decode_mma.cu: 16 weight rows per warp, warps split K inside the CTA
         p.why += "the weights are mma.sync's 16-row operand";
         p.block_m = 8;
         p.block_n = decode_mma_rows_per_cta(n, k, arch.sms);
@@ -51,18 +53,19 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.ctas_per_sm = kDecodeMmaCtasPerSm;
       } else {  // decode.cu: 64/128-row tiles, clusters split K
         p.why += "the weights are wgmma's 64-row operand, a cluster of CTAs splits K";
-        p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n; a second CTA row from 33)
+        p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n)
         p.block_n = decode_tile_rows(m, n, arch.sms);
         p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms);
         p.tiles = ceil_div(n, int64_t(p.block_n)) * decode_m_ctas(m) * p.split_k;
         p.stages = decode_stages(p.block_n);
         p.smem_bytes = decode_smem_bytes(m, p.block_n);
-        p.ctas_per_sm = decode_ctas_per_sm(p.block_n);
+        p.ctas_per_sm = decode_ctas_per_sm(p.block_n, decode_n(m));
       }
       break;
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";
-      p.why = "M=" + std::to_string(m) + (m > kDecodePreferMaxM ? " > 32" : ", K % 128 != 0") +
+      p.why = "M=" + std::to_string(m) + (m > kDecodeMaxM || k % 128 != 0 ? std::string(m > kDecodeMaxM ? " > " + std::to_string(kDecodeMaxM) : ", K % 128 != 0")
+                                                   : std::string(": the decode kernel's tiles would take 2 waves")) +
               ": 128x128 tiles on a persistent grid of min(tiles, SMs) CTAs";
       p.block_m = kWgmmaBM;
       p.block_n = kWgmmaBN;

@@ -20,18 +20,21 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
                         {4096, 7168}, {7168, 2048}})
       for (DType out : {DType::bfloat16, DType::float32}) {
         const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, out, kH200);
-        EXPECT_EQ(p.path, m <= 32 ? "swap-ab" : "tma-wgmma") << to_string(p);
+        // decode up to 32 rows, and up to 64 where its 64-row tiles fit one wave (2 CTAs per SM at n = 64)
+        const bool decode = m <= 32 || (m <= 64 && (n + 63) / 64 <= 2 * 132);
+        EXPECT_EQ(p.path, decode ? "swap-ab" : "tma-wgmma") << to_string(p);
         // the dispatch's string-free rule says the same
-        EXPECT_EQ(gemm_path(m, k, GemmKind::d1d2, kH200), m <= 32 ? GemmPath::swap_ab : GemmPath::tma_wgmma);
+        EXPECT_EQ(gemm_path(m, n, k, GemmKind::d1d2, kH200), decode ? GemmPath::swap_ab : GemmPath::tma_wgmma);
         EXPECT_EQ(p.block_k, 128);
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
         EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << to_string(p);  // they fit an SM
         // waves count the CTAs resident at once: the persistent tma-wgmma kernel's one per SM, the
-        // decode kernels' 2 (mma.sync) or 3 (wgmma, 64-row tiles): one wave on every issue shape
+        // decode kernels' 2 (mma.sync; wgmma at n = 64 or 128-row tiles) or 3 (wgmma, 64-row
+        // tiles, n <= 32): one wave on every issue shape
         const int64_t slots = int64_t(kH200.sms) * p.ctas_per_sm;
-        EXPECT_EQ(p.ctas_per_sm, m > 32 ? 1 : m <= 8 ? 2 : p.block_n == 64 ? 3 : 2) << to_string(p);
+        EXPECT_EQ(p.ctas_per_sm, !decode ? 1 : gemm_config::decode_use_mma(m, k) || m > 32 ? 2 : p.block_n == 64 ? 3 : 2) << to_string(p);
         EXPECT_EQ(p.waves, (p.tiles + slots - 1) / slots);
-        if (m <= 32) {
+        if (decode) {
           EXPECT_EQ(p.waves, 1) << to_string(p);
         }
         EXPECT_GT(p.last_wave, 0.0);
@@ -73,39 +76,43 @@ TEST(GemmPlan, WgmmaTileOrderVisitsEveryTileOnce) {
 }
 
 TEST(GemmPlan, DecodeKernelsByRows) {
-  // M <= 8: the mma.sync kernel; 9..32: wgmma with n = 16 or 32; 33..64 (1D1D): two CTA rows
-  for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 32}, {64, 32}}) {
-    // 1D2D from M = 33 goes to the wgmma kernel; 1D1D keeps the decode kernel up to 64
-    const GemmPlan p = plan_gemm(m, 7168, 7168, m <= 32 ? GemmKind::d1d2 : GemmKind::d1d1, DType::bfloat16, kH200);
-    EXPECT_EQ(p.path, "swap-ab");
-    EXPECT_EQ(p.block_m, rows) << m;
-    if (m <= 8) {
-      // 448 groups of 16 rows x 8 warps would not fit one wave (132 x 2 CTAs x 8 warps): 4 warps each
-      EXPECT_EQ(p.block_n, 32);
-      EXPECT_EQ(p.split_k, 1);
+  // M <= 8: the mma.sync kernel; 9..64: wgmma with n = 16, 32 or 64 (1D2D and 1D1D alike)
+  for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 64}, {64, 64}}) {
+    for (GemmKind kind : {GemmKind::d1d2, GemmKind::d1d1}) {
+      const GemmPlan p = plan_gemm(m, 7168, 7168, kind, DType::bfloat16, kH200);
+      EXPECT_EQ(p.path, "swap-ab");
+      EXPECT_EQ(p.block_m, rows) << m;
+      if (m <= 8) {
+        // 448 groups of 16 rows x 8 warps would not fit one wave (132 x 2 CTAs x 8 warps): 4 warps each
+        EXPECT_EQ(p.block_n, 32);
+        EXPECT_EQ(p.split_k, 1);
+        EXPECT_EQ(p.tiles, 224);
+        EXPECT_EQ(p.stages, 3);
+        // 8 warps x 32 threads x 3 slots x 64 bytes of cp.async ring; 2 CTAs fit an SM (228 KB,
+        // 1 KB reserved per CTA)
+        EXPECT_EQ(p.smem_bytes, 8 * 32 * 3 * 64);
+        EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024);
+        continue;
+      }
+      EXPECT_EQ(p.block_n, 64);
+      // 112 tiles: a cluster of 2 fits one wave (132 SMs x 3 CTAs at n <= 32, x 2 at n = 64), 4
+      // would not at n <= 32; at n = 64 2 x 112 = 224 <= 264 slots
+      EXPECT_EQ(p.ctas_per_sm, rows == 64 ? 2 : 3) << m;
+      EXPECT_EQ(p.split_k, 2) << m;
+      EXPECT_EQ(p.cluster, p.split_k);
       EXPECT_EQ(p.tiles, 224);
-      EXPECT_EQ(p.stages, 3);
-      // 8 warps x 32 threads x 3 slots x 64 bytes of cp.async ring; 2 CTAs fit an SM (228 KB,
-      // 1 KB reserved per CTA)
-      EXPECT_EQ(p.smem_bytes, 8 * 32 * 3 * 64);
-      EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024);
-      continue;
+      EXPECT_EQ(p.stages, 6);
+      // 6 stages of 64 weight rows + n activation rows, 128 bytes each, their n fp32 A scales and
+      // mbarriers (a 128-byte slot for up to 32 scales), a chunk of 128 B scales and the 1024-byte alignment; the CTAs per SM the plan
+      // counts on fit in 228 KB (1 KB reserved each)
+      EXPECT_EQ(p.smem_bytes, 6 * ((64 + rows) * 128 + 8 + (rows == 64 ? 256 : 128)) + 128 * 4 + 1024) << m;
+      EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << m;
     }
-    EXPECT_EQ(p.block_n, 64);
-    // 112 tiles: a cluster of 2 fits one wave (132 SMs x 3 CTAs), 4 would not; 224 tiles from 33
-    EXPECT_EQ(p.split_k, m <= 32 ? 2 : 1) << m;
-    EXPECT_EQ(p.cluster, p.split_k);
-    EXPECT_EQ(p.tiles, 224);
-    EXPECT_EQ(p.stages, 6);
-    // 6 stages of 64 weight rows + n activation rows, 128 bytes each, their mbarriers and the
-    // 1024-byte alignment; the 3 CTAs per SM the plan counts on fit in 228 KB (1 KB reserved each)
-    EXPECT_EQ(p.smem_bytes, 6 * (64 + rows) * 128 + 6 * 8 + 1024) << m;
-    EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << m;
   }
   // mma.sync (M <= 8): the K split per 16 weight rows: >= 4 blocks per warp where K allows (short
   // K: more rows per CTA), and no more warps than one wave holds (132 SMs x 2 CTAs x 8 warps)
   for (auto [n, k, rows] : std::vector<std::array<int64_t, 3>>{
-           {2112, 7168, 16}, {4096, 7168, 16}, {7168, 7168, 32}, {7168, 16384, 32}, {7168, 2048, 32},
+           {2112, 7168, 16}, {4096, 7168, 16}, {7168, 7168, 32}, {7168, 8192, 32}, {7168, 2048, 32},
            {24576, 1536, 128}, {32768, 512, 128}, {1000, 896, 128}, {1000, 1024, 64}, {1 << 20, 7168, 128}}) {
     const GemmPlan p = plan_gemm(1, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
     EXPECT_EQ(p.block_n, rows) << n << "x" << k;
@@ -115,6 +122,16 @@ TEST(GemmPlan, DecodeKernelsByRows) {
     EXPECT_TRUE(split == 1 || blocks / split >= 4) << k;
     EXPECT_TRUE(split == 1 || (n + 15) / 16 * split <= 132 * 2 * 8) << n;
   }
+  // K >= 16384: the wgmma kernel from M = 1 (n = 16)
+  for (int64_t m : {1, 8}) {
+    const GemmPlan p = plan_gemm(m, 7168, 16384, GemmKind::d1d2, DType::bfloat16, kH200);
+    EXPECT_EQ(p.block_m, 16) << m;
+    EXPECT_EQ(p.block_n, 64) << m;
+    EXPECT_EQ(p.split_k, 2) << m;
+  }
+  EXPECT_TRUE(gemm_config::decode_use_mma(8, 16383));
+  EXPECT_FALSE(gemm_config::decode_use_mma(8, 16384));
+  EXPECT_FALSE(gemm_config::decode_use_mma(9, 128));
   // wgmma (M > 8): tile rows and cluster: one wave holds every CTA where N allows, >= 4 K blocks each
   for (auto [m, n, k, rows, cluster] : std::vector<std::array<int64_t, 5>>{
            {16, 2112, 7168, 64, 8}, {16, 4096, 7168, 64, 4}, {9, 7168, 7168, 64, 2}, {16, 7168, 16384, 64, 2},
@@ -127,18 +144,24 @@ TEST(GemmPlan, DecodeKernelsByRows) {
     EXPECT_EQ(p.block_n, rows) << at;
     EXPECT_EQ(p.split_k, cluster) << at;
     EXPECT_EQ(p.tiles, (n + rows - 1) / rows * cluster) << at;
-    const int64_t slots = 132 * gemm_config::decode_ctas_per_sm(int(rows));
+    const int64_t slots = 132 * gemm_config::decode_ctas_per_sm(int(rows), gemm_config::decode_n(m));
     EXPECT_TRUE(cluster == 1 || (p.tiles <= slots && k / 128 / cluster >= 4)) << at;
     EXPECT_TRUE(p.tiles * 2 > slots || k / 128 / (2 * cluster) < 4 || cluster == 8) << at << ": a larger cluster fits";
   }
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond
-  EXPECT_EQ(gemm_path(48, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
-  EXPECT_EQ(gemm_path(64, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
-  EXPECT_EQ(gemm_path(65, 512, GemmKind::d1d2, kH200, false), GemmPath::generic);
-  EXPECT_EQ(gemm_path(48, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
+  EXPECT_EQ(gemm_path(48, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(64, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(65, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::generic);
+  EXPECT_EQ(gemm_path(48, 7168, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(65, 7168, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
+  // from 33 rows the decode kernel only where its tiles fit one wave: 264 tiles of 64 rows
+  EXPECT_EQ(gemm_path(48, 264 * 64, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(48, 264 * 64 + 1, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
+  EXPECT_EQ(gemm_path(32, 264 * 64 + 1, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(48, 264 * 64 + 1, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
   for (int64_t m : {33, 48, 64, 65}) {
-    EXPECT_EQ(plan_gemm(m, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200).path, "tma-wgmma") << m;
+    EXPECT_EQ(plan_gemm(m, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200).path, m <= 64 ? "swap-ab" : "tma-wgmma") << m;
     // where TMA cannot take K (K % 16 != 0) there is no K % 128 == 0 either: generic
     EXPECT_EQ(plan_gemm(m, 7168, 7176, GemmKind::d1d2, DType::bfloat16, kH200).path, "generic") << m;
   }
@@ -155,9 +178,9 @@ TEST(GemmPlan, ShapesTheFastKernelsCannotTakeGoGenericNeverToAnError) {
   const GemmPlan a = plan_gemm(4096, 4096, 4096, GemmKind::d1d2, DType::bfloat16, ampere);
   EXPECT_EQ(a.path, "generic");
   EXPECT_NE(a.why.find("sm_80"), std::string::npos) << a.why;
-  EXPECT_EQ(gemm_path(4096, 4096, GemmKind::d1d2, ampere), GemmPath::generic);
-  EXPECT_EQ(gemm_path(129, 100, GemmKind::d1d2, kH200), GemmPath::generic);
-  EXPECT_EQ(gemm_path(129, 7168, GemmKind::d1d1, kH200), GemmPath::generic);
+  EXPECT_EQ(gemm_path(4096, 4096, 4096, GemmKind::d1d2, ampere), GemmPath::generic);
+  EXPECT_EQ(gemm_path(129, 7168, 100, GemmKind::d1d2, kH200), GemmPath::generic);
+  EXPECT_EQ(gemm_path(129, 7168, 7168, GemmKind::d1d1, kH200), GemmPath::generic);
   EXPECT_THROW(plan_gemm(0, 16, 16, GemmKind::d1d2, DType::bfloat16, kH200), Error);
   EXPECT_THROW(plan_gemm(16, 16, 16, GemmKind::d1d2, DType::float16, kH200), Error);
 }

@@ -117,9 +117,14 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, "fp8_block_128x128:pow2=1", 16, 1000, 4736, Backend::cuda_aot, "decode"},
                         Case{tma, "fp8_block_128x128:pow2=1", 20, 530, 2176, Backend::cuda_aot, "decode"},
                         Case{tma, "fp8_block_128x128:pow2=1", 1, 333, 1536, Backend::cuda_aot, "decode"},
-                        // 1D1D: a scale per weight row; 40 rows: a second CTA row of 8
+                        // 1D1D: a scale per weight row; 40 rows: n = 64 with 24 rows zero-filled
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_1x128:pow2=1", 40, 150, 2048, Backend::cuda_aot,
                              "decode"},
+                        // n = 64 (M = 33..64) with 1D2D: a cluster split of K and an N tail
+                        Case{tma, "fp8_block_128x128:pow2=1", 64, 1000, 4736, Backend::cuda_aot, "decode"},
+                        Case{tma, "fp8_block_128x128:pow2=1", 37, 130, 896, Backend::cuda_aot, "decode"},
+                        // K >= 16384: the wgmma decode kernel from M = 1 (15 rows zero-filled)
+                        Case{tma, "fp8_block_128x128:pow2=1", 1, 200, 16384, Backend::cuda_aot, "decode, wgmma"},
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 33, 77, 1000, Backend::cuda_aot,
                              "generic"}}) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));
@@ -230,6 +235,7 @@ TEST(GpuGemm, RandomAgainstReference) {
                         // the wgmma decode kernel (9..32 rows): K over a cluster of 8, and 1D1D
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 16, 2112, 7168},
                         Case{"fp8_block_1x128", "fp8_block_1x128", 24, 300, 1024},
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 48, 2112, 7168},
                         Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 4096, 256, 512}})
     for (DType dt : {DType::float32, DType::bfloat16})
       for (auto [be, pk] : {std::pair{Backend::automatic, 32}, std::pair{Backend::cuda_aot, 32},
@@ -303,15 +309,22 @@ TEST(GpuGemm, BackendSelection) {
   EXPECT_EQ(ran_on(a7, 7, Backend::cuda_aot), decode);
   EXPECT_EQ(ran_on(a7, 7, Backend::automatic), decode);
   EXPECT_EQ(last_dispatch().fallback, "");
-  // M = 33..64: our wgmma kernel, not the decode kernel (cuda-aot, and auto where cuBLASLt cannot
-  // take M % 4 != 0); auto keeps cuBLASLt where it can up to 64 rows
-  Input x33(33, 512, ones(33, 512)), x64(64, 512, ones(64, 512));
+  // M = 33..64: the decode kernel (n = 64), for cuda-aot and for auto where cuBLASLt cannot take
+  // M % 4 != 0; auto keeps cuBLASLt where it can up to 64 rows; the wgmma kernel from 65
+  Input x33(33, 512, ones(33, 512)), x64(64, 512, ones(64, 512)), x65(65, 512, ones(65, 512));
   QuantizedBuffers a33 = quantized("fp8_block_1x128:layout=mn_major_tma", x33, 33, 512);
   QuantizedBuffers a64 = quantized("fp8_block_1x128:layout=mn_major_tma", x64, 64, 512);
-  EXPECT_EQ(ran_on(a33, 33, Backend::automatic), wgmma);
+  QuantizedBuffers a65 = quantized("fp8_block_1x128:layout=mn_major_tma", x65, 65, 512);
+  Input x16(16, 512, ones(16, 512));
+  QuantizedBuffers a16 = quantized("fp8_block_1x128:layout=mn_major_tma", x16, 16, 512);
+  EXPECT_EQ(ran_on(a16, 16, Backend::automatic), decode_wg);  // auto: ours up to 16 rows
   EXPECT_EQ(last_dispatch().fallback, "");
-  EXPECT_EQ(ran_on(a64, 64, Backend::cuda_aot), wgmma);
+  EXPECT_EQ(ran_on(a33, 33, Backend::automatic), decode_wg);
+  EXPECT_EQ(last_dispatch().fallback, "");
+  EXPECT_EQ(ran_on(a64, 64, Backend::cuda_aot), decode_wg);
   EXPECT_EQ(ran_on(a64, 64, Backend::automatic), cublaslt);
+  EXPECT_EQ(ran_on(a65, 65, Backend::automatic), wgmma);
+  EXPECT_EQ(last_dispatch().fallback, "");
   // A's scales row_major: neither the wgmma kernel nor cuBLASLt takes it, the decode kernel does
   QuantizedBuffers a48 = quantized("fp8_block_1x128", x64, 48, 512);
   EXPECT_EQ(ran_on(a48, 48, Backend::cuda_aot), decode_wg);

@@ -35,36 +35,59 @@ MXQ_HD void wgmma_tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t
   nb = first + local % width;
 }
 
-// The wgmma swap-AB decode kernel (decode.cu; 9 <= M <= 64, the mma.sync one below takes M <= 8):
+// The wgmma swap-AB decode kernel (decode.cu; M <= 64 where the mma.sync one below does not run):
 // one warpgroup per CTA. A tile of 64 or 128 weight rows is wgmma's M operand and the activation
-// rows its N operand (n = 16 or 32: up to 32 rows per CTA, a second CTA row from 33). TMA streams the tile's 128-wide K blocks through a ring of stages; a
-// cluster of decode_cluster CTAs splits a tile's K and sums over distributed shared memory. The
-// choice keeps every CTA resident in one wave (the weight stream then runs at full width to the
-// end) and gives each CTA at least 4 K blocks where K allows.
-constexpr int kDecodeMaxM = 64, kDecodeRowsPerCta = 32;
-// Above kDecodePreferMaxM rows the wgmma kernel's single 128-row tile is faster wherever it takes
-// the call (H200, bench/RESULTS.md session 6); the decode kernel keeps M = 33..64 only where the
-// wgmma kernel cannot run (1D1D, K % 16 != 0).
+// rows its N operand (n = 16, 32 or 64, all of M in one CTA row). TMA streams the tile's 128-wide
+// K blocks through a ring of stages; a cluster of decode_cluster CTAs splits a tile's K and sums
+// over distributed shared memory. The choice keeps every CTA resident in one wave (the weight
+// stream then runs at full width to the end) and gives each CTA at least 4 K blocks where K allows.
+constexpr int kDecodeMaxM = 64;
+// Up to kDecodePreferMaxM rows the decode kernel takes every call it can; above, only where its
+// tiles fit one wave (decode_one_wave; H200, bench/RESULTS.md session 10: 64x24576x1536 and
+// 64x32768x512 ran 1.4-1.7x longer than on the tma-wgmma kernel, every one-wave shape shorter),
+// and the calls the tma-wgmma kernel cannot take (1D1D, other scale layouts).
 constexpr int kDecodePreferMaxM = 32;
-constexpr int decode_n(int64_t m) { return m <= 16 ? 16 : 32; }  // of the CTA's rows (M > 8 here)
-constexpr int decode_m_ctas(int64_t m) { return int((m + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta); }
+// Backend auto runs the decode kernels rather than cuBLASLt up to kDecodeAutoMaxM rows: there they
+// were as fast or faster on every issue-6 shape (H200, bench/RESULTS.md session 10: 0.99-1.96x at
+// M = 16) and are more accurate (fp32 error 1.4e-4 against cuBLASLt's 3.2e-4); at M = 32 cuBLASLt
+// was faster on 2 of the 6.
+constexpr int kDecodeAutoMaxM = 16;
+constexpr int decode_n(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }  // wgmma's n
+constexpr int decode_m_ctas(int64_t m) { return int((m + decode_n(m) - 1) / decode_n(m)); }
 constexpr int decode_stages(int rows) { return rows == 64 ? 6 : 4; }
-// Dynamic shared memory: the ring (weights and activations per stage), the stages' mbarriers and
-// the 1024-byte alignment of the swizzled tiles; the partial sums reuse the ring.
+// B's 128 x 128 block scales that the kernel reads into shared memory at once (blocks of K).
+constexpr int kDecodeScaleChunk = 128;
+// Dynamic shared memory: the ring (weights, activations and A's fp32 scales per stage), the
+// stages' mbarriers, a chunk of B's scales and the 1024-byte alignment of the swizzled tiles; the
+// partial sums reuse the ring.
+// A stage's slot for A's n fp32 scales: TMA writes shared memory at 128-byte aligned addresses.
+constexpr int decode_scale_slot(int n) { return (n * 4 + 127) / 128 * 128; }
 constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
-  return int64_t(decode_stages(rows)) * (rows + decode_n(m)) * 128 + decode_stages(rows) * 8 + 1024;
+  return int64_t(decode_stages(rows)) * ((rows + decode_n(m)) * 128 + decode_scale_slot(decode_n(m)) + 8) +
+         kDecodeScaleChunk * 4 + 1024;
 }
-constexpr int decode_ctas_per_sm(int rows) { return rows == 64 ? 3 : 2; }  // 227 KB of shared memory
+// Resident CTAs per SM: shared memory (227 KB) at n <= 32, registers (the four 32-wide steps'
+// m64n64 results, 128 per thread) at n = 64.
+constexpr int decode_ctas_per_sm(int rows, int n) { return n == 64 ? 2 : rows == 64 ? 3 : 2; }
+// 128-row tiles where 64-row ones would not fit one wave; n = 64 has registers for 64 rows only.
 constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
-  return (n + 63) / 64 * decode_m_ctas(m) > int64_t(sms) * decode_ctas_per_sm(64) ? 128 : 64;
+  return decode_n(m) == 64 ? 64
+         : (n + 63) / 64 * decode_m_ctas(m) > int64_t(sms) * decode_ctas_per_sm(64, decode_n(m)) ? 128 : 64;
+}
+constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
+  const int rows = decode_tile_rows(m, n, sms);
+  return (n + rows - 1) / rows * decode_m_ctas(m) <= int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m));
 }
 constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
-  const int64_t tiles = (n + rows - 1) / rows * decode_m_ctas(m), slots = int64_t(sms) * decode_ctas_per_sm(rows);
+  const int64_t tiles = (n + rows - 1) / rows * decode_m_ctas(m), slots = int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m));
   int c = 1;
   while (c < 8 && tiles * 2 * c <= slots && k / 128 / (2 * c) >= 4) c *= 2;
   return c;
 }
+// Blocks of scales in flight per thread (decode.cu's ring): a block's promotion uses scales loaded
+// decode_scale_ring - 1 blocks earlier, so the loop does not wait on their latency.
+constexpr int decode_scale_ring(int n, int rows) { return rows == 64 && n <= 32 ? 8 : 4; }
 
 // The mma.sync decode kernel (decode_mma.cu), for M <= kDecodeMmaMaxM: a CTA of 8 warps, each
 // warp 16 weight rows and a share of K. The warps form 8 / split groups of 16 rows, and the
@@ -72,6 +95,11 @@ constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms) {
 // blocks per warp where K allows, and no more warps than one wave of CTAs holds). Each thread
 // streams its weight bytes through a private kDecodeMmaStages-deep cp.async ring.
 constexpr int kDecodeMmaMaxM = 8;
+// ... and K below kDecodeMmaMaxK: at K = 16384 the wgmma kernel streams faster at every M <= 8
+// (H200, bench/RESULTS.md session 10: 1x7168x16384 34.8 against 39.5 us), at K <= 7168 the mma.sync
+// one at M <= 4 on every issue shape (the boundary between is not measured).
+constexpr int64_t kDecodeMmaMaxK = 16384;
+constexpr bool decode_use_mma(int64_t m, int64_t k) { return m <= kDecodeMmaMaxM && k < kDecodeMmaMaxK; }
 constexpr int kDecodeMmaRowsN = 16, kDecodeMmaWarps = 8, kDecodeMmaStages = 3, kDecodeMmaCtasPerSm = 2;
 constexpr int kDecodeMmaStageBytes = 64;  // per thread: 16 bytes of rows g and g + 8, twice
 constexpr int decode_mma_k_split(int64_t n, int64_t k, int sms) {

@@ -211,15 +211,15 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   ad.sms = cuda::sm_count(dev);
   // the wgmma kernel's operand checks feed the rule: M = 33..64 calls it refuses (A's scales not
   // fp32 mn_major_tma, unaligned scales) stay on the decode kernel
-  const GemmPath path = gemm_path(a.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
+  const GemmPath path = gemm_path(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
                                   cuda::gemm_wgmma_takes(p));
   const bool wgmma = path == GemmPath::tma_wgmma;
   const bool decode = path == GemmPath::swap_ab && cuda::gemm_decode_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
-  // auto keeps cuBLASLt first up to kDecodeMaxM rows (faster there; ours are more accurate),
-  // and our wgmma kernel takes the calls it cannot from M = 33 instead of the decode kernel
-  const bool auto_ours = wgmma && a.rows > gemm_config::kDecodeMaxM;
+  // auto: our decode kernels up to kDecodeAutoMaxM rows and our wgmma kernel above kDecodeMaxM;
+  // cuBLASLt first in between (faster there; ours are more accurate), ours where it cannot run
+  const bool auto_ours = (wgmma && a.rows > gemm_config::kDecodeMaxM) || (decode && a.rows <= gemm_config::kDecodeAutoMaxM);
   if (be == Backend::cublaslt || (be == Backend::automatic && !auto_ours)) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
@@ -245,8 +245,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     return;
   }
   if (decode) {
-    // up to 8 rows the mma.sync kernel streams the weights faster (decode_mma.cu), above it wgmma
-    const bool mma = a.rows <= gemm_config::kDecodeMmaMaxM;
+    // up to 8 rows (K < 16384) the mma.sync kernel streams the weights faster (decode_mma.cu), else wgmma
+    const bool mma = gemm_config::decode_use_mma(a.rows, a.cols);
     cuda::check_cuda(mma ? cuda::launch_gemm_decode_mma(p, dev, ad.sms, stream) : cuda::launch_gemm_decode(p, dev, ad.sms, stream),
                      "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot, mma ? "swap-AB decode, mma.sync" : "swap-AB decode, wgmma");
