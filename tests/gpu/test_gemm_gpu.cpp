@@ -123,6 +123,12 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         // n = 64 (M = 33..64) with 1D2D: a cluster split of K and an N tail
                         Case{tma, "fp8_block_128x128:pow2=1", 64, 1000, 4736, Backend::cuda_aot, "decode"},
                         Case{tma, "fp8_block_128x128:pow2=1", 37, 130, 896, Backend::cuda_aot, "decode"},
+                        // the wgmma decode kernel's register-ring scales (not fp32 mn_major_tma
+                        // A): row_major fp32 and packed UE8M0 words, with 128 x 128 B blocks
+                        Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 20, 300, 1024, Backend::cuda_aot,
+                             "decode, wgmma"},
+                        Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 16, 130, 2048,
+                             Backend::cuda_aot, "decode, wgmma"},
                         // K >= 16384: the wgmma decode kernel from M = 1 (15 rows zero-filled)
                         Case{tma, "fp8_block_128x128:pow2=1", 1, 200, 16384, Backend::cuda_aot, "decode, wgmma"},
                         Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 33, 77, 1000, Backend::cuda_aot,
