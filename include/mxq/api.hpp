@@ -116,12 +116,13 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 // FP8 GEMM (CUDA >= 12.9) when it takes the call: fp32 scales, A's in layout mn_major_tma with
 // M % 4 == 0, B's 128 x 128 row_major with K % 512 == 0 or 1 x 128 mn_major_tma with N % 4 == 0,
 // K % 16 == 0, 16-byte aligned operands and row strides, no bias, C only with an fp32 D.
-// Our kernels (cuda-aot; auto prefers them): the TMA + wgmma kernel when A's scales are fp32 in
-// layout mn_major_tma, B's 128 x 128 fp32 (any layout), K % 16 == 0 and A, B and A's scales are
-// 16-byte aligned (any M, N; under auto for M > 64, and from 33 where cuBLASLt cannot run); the
-// swap-AB decode kernel for M <= 32 with K % 128 == 0 (M <= 64 where the wgmma kernel cannot
-// run); the generic kernel (correct for any shape, not fast; under auto a fallback, which strict
-// mode refuses) for the rest.
+// Our kernels (cuda-aot; auto prefers them for M <= 16 and M > 64, cuBLASLt in between where it
+// takes the call): the swap-AB decode kernels for M <= 32 with K % 128 == 0 and 16-byte aligned
+// A and B (up to 64 where their tiles fit one wave or the wgmma kernel cannot run); the TMA +
+// wgmma kernel when A's scales are fp32 in layout mn_major_tma, B's 128 x 128 fp32 (any layout),
+// K % 16 == 0 and A, B and A's scales are 16-byte aligned (any M, N); the generic kernel (correct
+// for any shape, not fast; under auto a fallback, which strict mode refuses) for the rest.
+// `mxq gemm-plan` and mxq/gemm_plan.hpp give the exact rule.
 struct GemmOptions {
   Backend backend = Backend::automatic;
   float alpha = 1.0f;

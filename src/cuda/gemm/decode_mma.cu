@@ -1,9 +1,9 @@
-// The decode GEMM for M <= 8 (decode.cu takes 9..64 rows): swap-AB on mma.sync. The weights
-// B[N, K] are the MMA's 16-row "A" operand and the activation rows A[M, K] its 8-column "B"
-// operand (m16n8k32 e4m3, fp32 accumulators). On sm_90 ptxas lowers this FP8 mma.sync to fp16
-// HMMA plus F2FP conversions (exact), so the wgmma kernel does more per instruction; this one
-// stays for M <= 8 because it streams the weights faster there (H200, bench/RESULTS.md session
-// 9: 10-29% at 4 of the 6 issue shapes at M = 1) and sums exactly in fp32 every 32 of K.
+// The decode GEMM for M <= 8 below K = 16384 (config.h decode_use_mma; decode.cu takes the rest up
+// to 64 rows): swap-AB on mma.sync. The weights B[N, K] are the MMA's 16-row "A" operand and the
+// activation rows A[M, K] its 8-column "B" operand (m16n8k32 e4m3, fp32 accumulators). On sm_90
+// ptxas lowers this FP8 mma.sync to fp16 HMMA plus F2FP conversions (exact), so the wgmma kernel
+// does more per instruction; this one stays there because it streams the weights faster at
+// M <= 4 and K <= 7168 (H200, bench/RESULTS.md session 10) and sums exactly in fp32 every 32 of K.
 //
 // - Work: a warp owns 16 weight rows and every kS-th 128-wide K block of them; the CTA's 8 warps
 //   are 8 / kS groups of 16 rows (config.h, decode_mma_k_split: each warp streams at least 4
