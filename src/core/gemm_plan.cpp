@@ -39,9 +39,9 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   switch (gemm_path(m, n, k, kind, arch)) {
     case GemmPath::swap_ab:
       p.path = "swap-ab";
-      p.why = "M=" + std::to_string(m) +
-              (m <= kDecodePreferMaxM ? " <= " + std::to_string(kDecodePreferMaxM)
-                                      : " <= " + std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or no wgmma kernel for this kind)") +
+      p.why = "M=" + std::to_string(m) + " <= " +
+              (m <= kDecodePreferMaxM ? std::to_string(kDecodePreferMaxM)
+                                      : std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or no wgmma kernel for this kind)") +
               " and K % 128 == 0: ";
       if (decode_use_mma(m, k)) {  // decode_mma.cu: 16 weight rows per warp, warps split K inside the CTA
         p.why += "the weights are mma.sync's 16-row operand";
@@ -56,7 +56,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n)
         p.block_n = decode_tile_rows(m, n, arch.sms);
         p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms);
-        p.tiles = ceil_div(n, int64_t(p.block_n)) * decode_m_ctas(m) * p.split_k;
+        p.tiles = decode_tiles(n, p.block_n) * p.split_k;
         p.stages = decode_stages(p.block_n);
         p.smem_bytes = decode_smem_bytes(m, p.block_n);
         p.ctas_per_sm = decode_ctas_per_sm(p.block_n, decode_n(m));
@@ -64,8 +64,10 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       break;
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";
-      p.why = "M=" + std::to_string(m) + (m > kDecodeMaxM || k % 128 != 0 ? std::string(m > kDecodeMaxM ? " > " + std::to_string(kDecodeMaxM) : ", K % 128 != 0")
-                                                   : std::string(": the decode kernel's tiles would take 2 waves")) +
+      p.why = "M=" + std::to_string(m) +
+              (m > kDecodeMaxM      ? " > " + std::to_string(kDecodeMaxM)
+               : k % 128 != 0       ? std::string(", K % 128 != 0")
+                                    : std::string(" (the decode kernel's tiles would take 2 waves)")) +
               ": 128x128 tiles on a persistent grid of min(tiles, SMs) CTAs";
       p.block_m = kWgmmaBM;
       p.block_n = kWgmmaBN;

@@ -97,42 +97,37 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
     Backend be;
     const char* kernel;  // what must run
   };
-  const char* tma = "fp8_block_1x128:pow2=1,layout=mn_major_tma";
-  for (const Case& c : {Case{tma, "fp8_block_128x128:pow2=1", 128, 256, 1024, Backend::cublaslt, "cublasLt"},
+  // pow2 scales: every product code * scale is exact
+  const char *tma = "fp8_block_1x128:pow2=1,layout=mn_major_tma", *row = "fp8_block_1x128:pow2=1",
+             *packed = "fp8_block_1x128:pow2=1,layout=packed_ue8m0", *blk = "fp8_block_128x128:pow2=1";
+  for (const Case& c : {Case{tma, blk, 128, 256, 1024, Backend::cublaslt, "cublasLt"},
                         Case{tma, tma, 64, 384, 1024, Backend::cublaslt, "cublasLt"},
                         // the wgmma kernel: tails in M, N and K (K % 128 == 96), K of one partial
                         // block, M = 1 (K % 128 != 0 keeps it off decode), several tiles per CTA
-                        Case{tma, "fp8_block_128x128:pow2=1", 257, 300, 1120, Backend::cuda_aot, "wgmma 128x128"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 300, 136, 48, Backend::cuda_aot, "wgmma 128x128"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 1, 200, 1120, Backend::cuda_aot, "wgmma 128x128"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 2100, 2200, 512, Backend::cuda_aot, "wgmma 128x128"},
-                        Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 129, 200, 1024, Backend::cuda_aot,
-                             "generic"},
-                        Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 7, 130, 896,
-                             Backend::cuda_aot, "decode"},
-                        Case{"fp8_block_1x128:pow2=1", "fp8_block_1x128:pow2=1", 64, 200, 1024, Backend::cuda_aot,
-                             "decode"},
-                        // the decode kernel's K splits (8, 4, 2 warps per 16 rows; uneven blocks per
-                        // warp), its M tiles (2, 4, 1) and N tails inside a CTA's row groups
-                        Case{tma, "fp8_block_128x128:pow2=1", 16, 1000, 4736, Backend::cuda_aot, "decode"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 20, 530, 2176, Backend::cuda_aot, "decode"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 1, 333, 1536, Backend::cuda_aot, "decode"},
+                        Case{tma, blk, 257, 300, 1120, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, blk, 300, 136, 48, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, blk, 2100, 2200, 512, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{row, blk, 129, 200, 1024, Backend::cuda_aot, "generic"},
+                        Case{packed, blk, 7, 130, 896, Backend::cuda_aot, "decode"},
+                        Case{row, row, 64, 200, 1024, Backend::cuda_aot, "decode"},
+                        // the decode kernels' K splits (wgmma: clusters of 8 and 4 CTAs; mma.sync:
+                        // warps per 16 rows, uneven blocks per warp) and N tails inside a tile
+                        Case{tma, blk, 16, 1000, 4736, Backend::cuda_aot, "decode"},
+                        Case{tma, blk, 20, 530, 2176, Backend::cuda_aot, "decode"},
+                        Case{tma, blk, 1, 333, 1536, Backend::cuda_aot, "decode"},
                         // 1D1D: a scale per weight row; 40 rows: n = 64 with 24 rows zero-filled
-                        Case{"fp8_block_1x128:pow2=1", "fp8_block_1x128:pow2=1", 40, 150, 2048, Backend::cuda_aot,
-                             "decode"},
+                        Case{row, row, 40, 150, 2048, Backend::cuda_aot, "decode"},
                         // n = 64 (M = 33..64) with 1D2D: a cluster split of K and an N tail
-                        Case{tma, "fp8_block_128x128:pow2=1", 64, 1000, 4736, Backend::cuda_aot, "decode"},
-                        Case{tma, "fp8_block_128x128:pow2=1", 37, 130, 896, Backend::cuda_aot, "decode"},
+                        Case{tma, blk, 64, 1000, 4736, Backend::cuda_aot, "decode"},
+                        Case{tma, blk, 37, 130, 896, Backend::cuda_aot, "decode"},
                         // the wgmma decode kernel's register-ring scales (not fp32 mn_major_tma
                         // A): row_major fp32 and packed UE8M0 words, with 128 x 128 B blocks
-                        Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 20, 300, 1024, Backend::cuda_aot,
-                             "decode, wgmma"},
-                        Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 16, 130, 2048,
-                             Backend::cuda_aot, "decode, wgmma"},
+                        Case{row, blk, 20, 300, 1024, Backend::cuda_aot, "decode, wgmma"},
+                        Case{packed, blk, 16, 130, 2048, Backend::cuda_aot, "decode, wgmma"},
                         // K >= 16384: the wgmma decode kernel from M = 1 (15 rows zero-filled)
-                        Case{tma, "fp8_block_128x128:pow2=1", 1, 200, 16384, Backend::cuda_aot, "decode, wgmma"},
-                        Case{"fp8_block_1x128:pow2=1", "fp8_block_128x128:pow2=1", 33, 77, 1000, Backend::cuda_aot,
-                             "generic"}}) {
+                        Case{tma, blk, 1, 200, 16384, Backend::cuda_aot, "decode, wgmma"},
+                        Case{row, blk, 33, 77, 1000, Backend::cuda_aot, "generic"}}) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));
     auto ints = [&](int64_t rows) {
       std::vector<float> v(size_t(rows * c.k));

@@ -52,16 +52,17 @@ constexpr int kDecodePreferMaxM = 32;
 // M = 16) and are more accurate (fp32 error 1.4e-4 against cuBLASLt's 3.2e-4); at M = 32 cuBLASLt
 // was faster on 2 of the 6.
 constexpr int kDecodeAutoMaxM = 16;
-constexpr int decode_n(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }  // wgmma's n
-constexpr int decode_m_ctas(int64_t m) { return int((m + decode_n(m) - 1) / decode_n(m)); }
+// wgmma's n: the CTA takes every activation row (M <= kDecodeMaxM = the largest n), zero-filled past M
+constexpr int decode_n(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
+static_assert(kDecodeMaxM <= 64, "one CTA row of activations: decode_n covers every M the decode kernel takes");
 constexpr int decode_stages(int rows) { return rows == 64 ? 6 : 4; }
 // B's 128 x 128 block scales that the kernel reads into shared memory at once (blocks of K).
 constexpr int kDecodeScaleChunk = 128;
+// A stage's slot for A's n fp32 scales: TMA writes shared memory at 128-byte aligned addresses.
+constexpr int decode_scale_slot(int n) { return (n * 4 + 127) / 128 * 128; }
 // Dynamic shared memory: the ring (weights, activations and A's fp32 scales per stage), the
 // stages' mbarriers, a chunk of B's scales and the 1024-byte alignment of the swizzled tiles; the
 // partial sums reuse the ring.
-// A stage's slot for A's n fp32 scales: TMA writes shared memory at 128-byte aligned addresses.
-constexpr int decode_scale_slot(int n) { return (n * 4 + 127) / 128 * 128; }
 constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
   return int64_t(decode_stages(rows)) * ((rows + decode_n(m)) * 128 + decode_scale_slot(decode_n(m)) + 8) +
          kDecodeScaleChunk * 4 + 1024;
@@ -69,18 +70,20 @@ constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
 // Resident CTAs per SM: shared memory (227 KB) at n <= 32, registers (the four 32-wide steps'
 // m64n64 results, 128 per thread) at n = 64.
 constexpr int decode_ctas_per_sm(int rows, int n) { return n == 64 ? 2 : rows == 64 ? 3 : 2; }
+// Tiles of `rows` weight rows, and the CTAs of that size one wave holds.
+constexpr int64_t decode_tiles(int64_t n, int rows) { return (n + rows - 1) / rows; }
+constexpr int64_t decode_slots(int64_t m, int rows, int sms) { return int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m)); }
 // 128-row tiles where 64-row ones would not fit one wave; n = 64 has registers for 64 rows only.
 constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
-  return decode_n(m) == 64 ? 64
-         : (n + 63) / 64 * decode_m_ctas(m) > int64_t(sms) * decode_ctas_per_sm(64, decode_n(m)) ? 128 : 64;
+  return decode_n(m) < 64 && decode_tiles(n, 64) > decode_slots(m, 64, sms) ? 128 : 64;
 }
 constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
-  return (n + rows - 1) / rows * decode_m_ctas(m) <= int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m));
+  return decode_tiles(n, rows) <= decode_slots(m, rows, sms);
 }
 constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
-  const int64_t tiles = (n + rows - 1) / rows * decode_m_ctas(m), slots = int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m));
+  const int64_t tiles = decode_tiles(n, rows), slots = decode_slots(m, rows, sms);
   int c = 1;
   while (c < 8 && tiles * 2 * c <= slots && k / 128 / (2 * c) >= 4) c *= 2;
   return c;

@@ -272,10 +272,10 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR, kN))
 }
 
 // Whether A's scales can come with each stage by TMA and B's are one per 128 x 128 block (the
-// kTmaScales kernels): fp32 mn_major_tma A scales, 16-byte aligned, with 16-byte aligned columns.
+// kTmaScales kernels): fp32 mn_major_tma A scales (M padded to 4: 16-byte columns), 16-byte aligned.
 bool tma_scales(const GemmParams& p) {
   return p.a.fp32_scales && p.a.geom.layout == num::ScaleLayout::mn_major_tma && p.b.block_rows == 128 &&
-         aligned16(p.a.scales) && num::scale_offset(p.a.geom, 0, 1) % 4 == 0;
+         aligned16(p.a.scales);
 }
 
 template <int kN, int kR, bool kTmaScales>
@@ -295,7 +295,7 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
     return cudaErrorInvalidValue;
   const int cluster = decode_cluster(p.m, p.n, p.k, sms);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned((p.n + kR - 1) / kR * cluster), unsigned(decode_m_ctas(p.m)));
+  cfg.gridDim = dim3(unsigned(decode_tiles(p.n, kR) * cluster));  // one CTA row: decode_n(M) >= M
   cfg.blockDim = dim3(128);
   cfg.dynamicSmemBytes = kSmem;
   cfg.stream = stream;
