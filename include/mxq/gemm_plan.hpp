@@ -14,7 +14,8 @@
 //   rows, fewer for short K or when one wave would not hold them all). Otherwise wgmma with the
 //   weights as its 64-row operand, tiles of block_n = 64 rows (128 when N / 64 tiles would not fit
 //   one wave, at n <= 32), block_m = n = 16, 32 or 64 activation rows, and a cluster of split_k
-//   CTAs splitting K (decode_cluster: as many as one wave holds, >= 4 K blocks each).
+//   CTAs splitting K (decode_cluster: up to 8, as many as keep every cluster resident in one
+//   wave, ArchDesc::resident_clusters, with >= 4 K blocks each).
 // - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
 //   128 x 128 x 128 tiles, 5 stages, no cluster, a persistent grid of min(tiles, SMs) CTAs.
 // - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid
@@ -34,7 +35,19 @@ struct ArchDesc {
   int major = 9, minor = 0;
   int sms = 132;
   int64_t smem_per_block = 232448;  // opt-in maximum (227 KB on sm_90)
-  static ArchDesc h200() { return {}; }
+  // Clusters of 1, 2, 4 and 8 CTAs resident at once for a kernel of 2 and 3 CTAs per SM (the
+  // wgmma decode kernel's occupancies): resident_clusters[ctas_per_sm - 2][log2 c]. A cluster
+  // lives in one GPC, so fewer than sms x ctas_per_sm / c fit. Zeros: a model (about a tenth of
+  // the slots lost from clusters of 4 up). h200() holds the H200's (cudaOccupancyMaxActiveClusters);
+  // gemm() asks the device it runs on.
+  int64_t resident_clusters[2][4] = {};
+  static ArchDesc h200() { return {9, 0, 132, 232448, {{264, 132, 62, 30}, {396, 198, 92, 45}}}; }
+  // An sm_90 part with `sms` SMs: the H200 at 132, otherwise its cluster residency modelled.
+  static ArchDesc sm90(int sms) {
+    ArchDesc a = h200();
+    if (sms != a.sms) a = ArchDesc{9, 0, sms, a.smem_per_block, {}};
+    return a;
+  }
 };
 
 enum class GemmKind : uint8_t { d1d2 = 0, d1d1 = 1 };  // 1D2D (B 128x128 scales), 1D1D (B 1x128)

@@ -158,8 +158,7 @@ NB_MODULE(_core, m) {
   m.def(
       "gemm_plan",
       [](int64_t m_, int64_t n, int64_t k, const std::string& kind, const std::string& out, int sms) {
-        mxq::ArchDesc arch = mxq::ArchDesc::h200();
-        arch.sms = sms;
+        const mxq::ArchDesc arch = mxq::ArchDesc::sm90(sms);
         if (kind != "1d2d" && kind != "1d1d") throw mxq::Error(mxq::ErrorCode::invalid_argument,
                                                                "gemm_plan: kind='" + kind + "'; expected '1d2d' or '1d1d'");
         const mxq::GemmPlan p = mxq::plan_gemm(m_, n, k, kind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,

@@ -192,8 +192,7 @@ int main(int argc, char** argv) {
     }
     if (*info) return run_info(as_json);
     if (*gplan) {
-      mxq::ArchDesc arch = mxq::ArchDesc::h200();
-      arch.sms = gsms;
+      const mxq::ArchDesc arch = mxq::ArchDesc::sm90(gsms);
       const mxq::GemmPlan p = mxq::plan_gemm(gm, gn, gk, gkind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
                                              mxq::parse_dtype(gout), arch);
       if (as_json) {

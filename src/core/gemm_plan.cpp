@@ -12,14 +12,26 @@ namespace {
 using num::ceil_div;
 using namespace gemm_config;
 
+// Waves of CTAs (tiles) in clusters of p.cluster: the clusters one wave holds bound the slots.
 void fill_waves(GemmPlan& p, const ArchDesc& a) {
-  const int64_t slots = int64_t(a.sms) * p.ctas_per_sm;
+  int64_t slots = int64_t(a.sms) * p.ctas_per_sm;
+  if (p.cluster > 1) slots = gemm_config::decode_resident(a, p.ctas_per_sm).at[cluster_log2(p.cluster)] * p.cluster;
   p.waves = ceil_div(p.tiles, slots);
   const int64_t last = p.tiles - (p.waves - 1) * slots;
   p.last_wave = double(last) / double(slots);
 }
 
 }  // namespace
+
+ResidentClusters gemm_config::decode_resident(const ArchDesc& arch, int ctas_per_sm) {
+  const int cls = ctas_per_sm - 2;
+  if (cls >= 0 && cls < 2 && arch.resident_clusters[cls][0] > 0) {
+    ResidentClusters r;
+    for (int i = 0; i < 4; ++i) r.at[i] = arch.resident_clusters[cls][i];
+    return r;
+  }
+  return model_resident_clusters(int64_t(arch.sms) * ctas_per_sm);
+}
 
 GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands) {
   if (arch.major != 9) return GemmPath::generic;
@@ -55,11 +67,11 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.why += "the weights are wgmma's 64-row operand, a cluster of CTAs splits K";
         p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n)
         p.block_n = decode_tile_rows(m, n, arch.sms);
-        p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms);
+        p.ctas_per_sm = decode_ctas_per_sm(p.block_n, decode_n(m));
+        p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms, decode_resident(arch, p.ctas_per_sm));
         p.tiles = decode_tiles(n, p.block_n) * p.split_k;
         p.stages = decode_stages(p.block_n);
         p.smem_bytes = decode_smem_bytes(m, p.block_n);
-        p.ctas_per_sm = decode_ctas_per_sm(p.block_n, decode_n(m));
       }
       break;
     case GemmPath::tma_wgmma:

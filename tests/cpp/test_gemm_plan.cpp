@@ -137,17 +137,34 @@ TEST(GemmPlan, DecodeKernelsByRows) {
            {16, 2112, 7168, 64, 8}, {16, 4096, 7168, 64, 4}, {9, 7168, 7168, 64, 2}, {16, 7168, 16384, 64, 2},
            {16, 7168, 2048, 64, 2}, {16, 24576, 1536, 64, 1}, {16, 32768, 512, 128, 1}, {16, 1000, 896, 64, 1},
            {16, 1000, 1024, 64, 2}, {32, 7168, 7168, 64, 2}, {32, 2112, 7168, 64, 8}, {12, 1 << 20, 7168, 128, 1},
-           {16, 2112, 4224, 64, 8}}) {
+           {16, 2112, 4224, 64, 8},
+           // n = 64 (2 CTAs per SM): 64 tiles would be 64 clusters of 4 but 62 fit, 33 of 8 but 30 fit
+           {64, 4096, 7168, 64, 2}, {48, 4096, 7168, 64, 2}, {64, 2112, 7168, 64, 4}, {64, 7168, 16384, 64, 2}}) {
     const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
     const std::string at = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     EXPECT_EQ(p.path, "swap-ab");
     EXPECT_EQ(p.block_n, rows) << at;
     EXPECT_EQ(p.split_k, cluster) << at;
     EXPECT_EQ(p.tiles, (n + rows - 1) / rows * cluster) << at;
-    const int64_t slots = 132 * gemm_config::decode_ctas_per_sm(int(rows), gemm_config::decode_n(m));
-    EXPECT_TRUE(cluster == 1 || (p.tiles <= slots && k / 128 / cluster >= 4)) << at;
-    EXPECT_TRUE(p.tiles * 2 > slots || k / 128 / (2 * cluster) < 4 || cluster == 8) << at << ": a larger cluster fits";
+    // a cluster only where every cluster stays resident in one wave (the H200's measured
+    // residency) with >= 4 K blocks per CTA, and a cluster twice the size would break one of these
+    const int per_sm = gemm_config::decode_ctas_per_sm(int(rows), gemm_config::decode_n(m));
+    const int64_t tiles = (n + rows - 1) / rows;
+    const int64_t* resident = kH200.resident_clusters[per_sm - 2];
+    EXPECT_EQ(p.ctas_per_sm, per_sm) << at;
+    EXPECT_EQ(p.waves, (tiles + resident[0] - 1) / resident[0]) << at;  // one unless N is huge
+    EXPECT_TRUE(cluster == 1 || (tiles <= resident[gemm_config::cluster_log2(int(cluster))] && k / 128 / cluster >= 4)) << at;
+    EXPECT_TRUE(cluster == 8 || tiles > resident[gemm_config::cluster_log2(int(2 * cluster))] || k / 128 / (2 * cluster) < 4)
+        << at << ": a larger cluster fits";
   }
+  // Without measured residency (another SM count) the plan models it: 114 SMs x 2 CTAs at n = 64
+  // hold 51 clusters of 4 (228 x 9 / 40), so 56 tiles take clusters of 2
+  const ArchDesc other = ArchDesc::sm90(114);
+  EXPECT_EQ(other.resident_clusters[0][0], 0);
+  EXPECT_EQ(gemm_config::decode_resident(other, 2).at[2], 51);
+  EXPECT_EQ(plan_gemm(64, 3584, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 2);
+  EXPECT_EQ(plan_gemm(64, 3200, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 4);  // 50 tiles
+  EXPECT_EQ(ArchDesc::sm90(132).resident_clusters[1][3], 45);
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond
   EXPECT_EQ(gemm_path(48, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);

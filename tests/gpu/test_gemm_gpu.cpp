@@ -16,6 +16,9 @@
 #include "mxq/numerics/formats.h"
 #include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
+#if MXQ_WITH_CUDA
+#include "cuda/gemm/launchers.hpp"
+#endif
 
 #include "gpu_test.hpp"
 
@@ -284,6 +287,29 @@ TEST(GpuGemm, RandomAgainstReference) {
 // it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
 // kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
 // refuses quantize; cuda-jit falls back.
+// The plan's cluster residency (ArchDesc::resident_clusters, which decode_cluster sizes the decode
+// kernel's clusters by) is what the device reports for the decode kernels themselves: on an H200
+// the table of ArchDesc::h200(), on any device at most the slots / c that the SMs hold.
+TEST(GpuGemm, ClusterResidencyIsTheDevices) {
+  REQUIRE_GPU();
+#if MXQ_WITH_CUDA
+  int64_t at[2][4] = {};
+  cuda::decode_resident_clusters(kGpu.index, at);
+  runtime::CudaDeviceInfo info;
+  ASSERT_TRUE(runtime::cuda_device_info(kGpu.index, &info));
+  for (int cls = 0; cls < 2; ++cls)
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_GT(at[cls][i], 0) << cls << ", " << i;
+      EXPECT_LE(at[cls][i], int64_t(info.sms) * (cls + 2) >> i) << cls << ", " << i;
+    }
+  if (info.sms == 132) {
+    const ArchDesc h200 = ArchDesc::h200();
+    for (int cls = 0; cls < 2; ++cls)
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(at[cls][i], h200.resident_clusters[cls][i]) << cls << ", " << i;
+  }
+#endif
+}
+
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
   auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };

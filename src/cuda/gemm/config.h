@@ -81,11 +81,36 @@ constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
   return decode_tiles(n, rows) <= decode_slots(m, rows, sms);
 }
-constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms) {
-  const int rows = decode_tile_rows(m, n, sms);
-  const int64_t tiles = decode_tiles(n, rows), slots = decode_slots(m, rows, sms);
+// Clusters of 1, 2, 4 and 8 CTAs of one kernel resident at once (at[log2 c]). A cluster's CTAs
+// share a GPC, so fewer than slots / c fit: on the H200 (cudaOccupancyMaxActiveClusters on the
+// decode kernel, bench/RESULTS.md session 11) 62 clusters of 4 and 30 of 8 at 2 CTAs per SM
+// (slots / c: 66 and 33), 92 and 45 at 3 (99 and 49). A cluster count past that runs a second
+// wave: 64x4096x7168 took 25.4 us at 4 CTAs per cluster (64 clusters), 18.9 at 2.
+struct ResidentClusters {
+  int64_t at[4];
+};
+// Without a measurement (a plan for a described architecture): whole GPCs lost to the rounding,
+// about a tenth of the slots from clusters of 4 up (below every H200 figure above).
+constexpr ResidentClusters model_resident_clusters(int64_t slots) {
+  return {{slots, slots / 2, slots * 9 / 40, slots * 9 / 80}};
+}
+#ifndef __CUDACC_RTC__
+}  // namespace mxq::gemm_config
+namespace mxq {
+struct ArchDesc;
+}
+namespace mxq::gemm_config {
+// The architecture's figures for a kernel of ctas_per_sm (2 or 3) CTAs per SM, else the model
+// (src/core/gemm_plan.cpp).
+ResidentClusters decode_resident(const ArchDesc& arch, int ctas_per_sm);
+#endif
+constexpr int cluster_log2(int c) { return c >= 8 ? 3 : c >= 4 ? 2 : c >= 2 ? 1 : 0; }
+// The most CTAs (up to 8) that split each tile's K while every tile's cluster stays resident in
+// one wave and each CTA keeps at least 4 K blocks.
+constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms, const ResidentClusters& resident) {
+  const int64_t tiles = decode_tiles(n, decode_tile_rows(m, n, sms));
   int c = 1;
-  while (c < 8 && tiles * 2 * c <= slots && k / 128 / (2 * c) >= 4) c *= 2;
+  while (c < 8 && tiles <= resident.at[cluster_log2(2 * c)] && k / 128 / (2 * c) >= 4) c *= 2;
   return c;
 }
 // Blocks of scales in flight per thread (decode.cu's ring): a block's promotion uses scales loaded

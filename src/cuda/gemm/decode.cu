@@ -22,8 +22,12 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <mutex>
+
 #include "cuda/check.hpp"
 #include "cuda/gemm/config.h"
+#include "cuda/gemm/launchers.hpp"
 #include "cuda/gemm/params.h"
 #include "cuda/gemm/sm90.cuh"
 #include "cuda/gemm/tma.hpp"
@@ -278,8 +282,46 @@ bool tma_scales(const GemmParams& p) {
          aligned16(p.a.scales);
 }
 
+// Launch attributes of a cluster of `cluster` CTAs along x.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1] = {};
+  ClusterLaunch(unsigned grid, int smem, int cluster, cudaStream_t stream) {
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(128);
+    cfg.dynamicSmemBytes = size_t(smem);
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+};
+
+// Clusters of 1, 2, 4 and 8 CTAs of the kernel <kN, kR> resident at once on the current device;
+// zeros if the query fails.
+template <int kN, int kR>
+void query_resident(int device, int64_t (&at)[4]) {
+  constexpr auto kernel = gemm_decode_kernel<kN, kR, true>;
+  constexpr int kSmem = int(decode_smem_bytes(kN, kR));
+  if (allow_dynamic_smem<kernel>(device, kSmem) != cudaSuccess) return;
+  int64_t v[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    ClusterLaunch l(1u << i, kSmem, 1 << i, nullptr);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) != cudaSuccess || n < 1) {
+      (void)cudaGetLastError();
+      return;
+    }
+    v[i] = n;
+  }
+  std::memcpy(at, v, sizeof v);
+}
+
 template <int kN, int kR, bool kTmaScales>
-cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
+cudaError_t launch(const GemmParams& p, int device, const ArchDesc& arch, cudaStream_t stream) {
   constexpr auto kernel = gemm_decode_kernel<kN, kR, kTmaScales>;
   constexpr int kSmem = int(decode_smem_bytes(kN, kR));
   static_assert((decode_smem_bytes(kN, kR) + 1024) * decode_ctas_per_sm(kR, kN) <= 228 * 1024,
@@ -293,31 +335,21 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
   if (kTmaScales && !make_map(map_sa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, p.k / 128, p.m,
                               num::scale_offset(p.a.geom, 0, 1), kN, 1, CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const int cluster = decode_cluster(p.m, p.n, p.k, sms);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(decode_tiles(p.n, kR) * cluster));  // one CTA row: decode_n(M) >= M
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, map_w, map_x, map_sa, p, cluster);
+  const int cluster = decode_cluster(p.m, p.n, p.k, arch.sms, decode_resident(arch, decode_ctas_per_sm(kR, kN)));
+  // one CTA row: decode_n(M) >= M
+  ClusterLaunch l(unsigned(decode_tiles(p.n, kR) * cluster), kSmem, cluster, stream);
+  return cudaLaunchKernelEx(&l.cfg, kernel, map_w, map_x, map_sa, p, cluster);
 }
 
 template <int kN, int kR>
-cudaError_t launch_scales(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  return tma_scales(p) ? launch<kN, kR, true>(p, device, sms, stream) : launch<kN, kR, false>(p, device, sms, stream);
+cudaError_t launch_scales(const GemmParams& p, int device, const ArchDesc& arch, cudaStream_t stream) {
+  return tma_scales(p) ? launch<kN, kR, true>(p, device, arch, stream) : launch<kN, kR, false>(p, device, arch, stream);
 }
 
 template <int kN>
-cudaError_t launch_rows(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  return decode_tile_rows(p.m, p.n, sms) == 64 ? launch_scales<kN, 64>(p, device, sms, stream)
-                                                : launch_scales<kN, 128>(p, device, sms, stream);
+cudaError_t launch_rows(const GemmParams& p, int device, const ArchDesc& arch, cudaStream_t stream) {
+  return decode_tile_rows(p.m, p.n, arch.sms) == 64 ? launch_scales<kN, 64>(p, device, arch, stream)
+                                                     : launch_scales<kN, 128>(p, device, arch, stream);
 }
 
 }  // namespace
@@ -329,11 +361,27 @@ bool gemm_decode_takes(const GemmParams& p) {
          num::scale_storage_units(p.a.geom) < INT32_MAX && (decode_use_mma(p.m, p.k) || encode_fn() != nullptr);
 }
 
-cudaError_t launch_gemm_decode(const GemmParams& p, int device, int sms, cudaStream_t stream) {
+void decode_resident_clusters(int device, int64_t (&out)[2][4]) {
+  struct Entry {
+    std::once_flag once;
+    int64_t at[2][4] = {};
+  };
+  static Entry entries[64];
+  Entry& e = entries[device & 63];
+  std::call_once(e.once, [&] {
+    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
+    static_assert(decode_ctas_per_sm(64, 64) == 2 && decode_ctas_per_sm(64, 32) == 3, "the two occupancies");
+    query_resident<64, 64>(device, e.at[0]);
+    query_resident<32, 64>(device, e.at[1]);
+  });
+  std::memcpy(out, e.at, sizeof e.at);
+}
+
+cudaError_t launch_gemm_decode(const GemmParams& p, int device, const ArchDesc& arch, cudaStream_t stream) {
   switch (decode_n(p.m)) {
-    case 16: return launch_rows<16>(p, device, sms, stream);
-    case 32: return launch_rows<32>(p, device, sms, stream);
-    default: return launch_scales<64, 64>(p, device, sms, stream);  // decode_tile_rows: 64 rows at n = 64
+    case 16: return launch_rows<16>(p, device, arch, stream);
+    case 32: return launch_rows<32>(p, device, arch, stream);
+    default: return launch_scales<64, 64>(p, device, arch, stream);  // decode_tile_rows: 64 rows at n = 64
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/gemm/config.h"
+#include "cuda/gemm/launchers.hpp"
 #include "cuda/gemm/params.h"
 #include "mxq/error.hpp"
 #include "mxq/gemm_plan.hpp"
@@ -21,14 +22,6 @@
 #include <cublasLt.h>
 #endif
 
-namespace mxq::cuda {
-cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
-bool gemm_decode_takes(const GemmParams& p);
-cudaError_t launch_gemm_decode(const GemmParams& p, int device, int sms, cudaStream_t stream);
-cudaError_t launch_gemm_decode_mma(const GemmParams& p, int device, int sms, cudaStream_t stream);
-bool gemm_wgmma_takes(const GemmParams& p);
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream);
-}
 
 namespace mxq::runtime {
 namespace {
@@ -247,7 +240,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   if (decode) {
     // up to 8 rows (K < 16384) the mma.sync kernel streams the weights faster (decode_mma.cu), else wgmma
     const bool mma = gemm_config::decode_use_mma(a.rows, a.cols);
-    cuda::check_cuda(mma ? cuda::launch_gemm_decode_mma(p, dev, ad.sms, stream) : cuda::launch_gemm_decode(p, dev, ad.sms, stream),
+    if (!mma) cuda::decode_resident_clusters(dev, ad.resident_clusters);
+    cuda::check_cuda(mma ? cuda::launch_gemm_decode_mma(p, dev, ad.sms, stream) : cuda::launch_gemm_decode(p, dev, ad, stream),
                      "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot, mma ? "swap-AB decode, mma.sync" : "swap-AB decode, wgmma");
     return;

@@ -1,0 +1,24 @@
+// The GEMM kernels' host entry points (generic.cu, decode.cu, decode_mma.cu, wgmma.cu), called by
+// launch.cpp: whether a kernel takes a call's operands, and its launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/gemm/params.h"
+#include "mxq/gemm_plan.hpp"
+
+namespace mxq::cuda {
+
+cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream);
+bool gemm_decode_takes(const GemmParams& p);
+cudaError_t launch_gemm_decode(const GemmParams& p, int device, const ArchDesc& arch, cudaStream_t stream);
+// ArchDesc::resident_clusters of the current device `device`, asked of the decode kernels themselves
+// (cudaOccupancyMaxActiveClusters, once per device); zeros where the query fails.
+void decode_resident_clusters(int device, int64_t (&out)[2][4]);
+cudaError_t launch_gemm_decode_mma(const GemmParams& p, int device, int sms, cudaStream_t stream);
+bool gemm_wgmma_takes(const GemmParams& p);
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream);
+
+}  // namespace mxq::cuda
