@@ -70,7 +70,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.ctas_per_sm = decode_ctas_per_sm(p.block_n, decode_n(m));
         p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms, decode_resident(arch, p.ctas_per_sm));
         p.tiles = decode_tiles(n, p.block_n) * p.split_k;
-        p.stages = decode_stages(p.block_n);
+        p.stages = decode_stages(p.block_n, p.block_m);
         p.smem_bytes = decode_smem_bytes(m, p.block_n);
       }
       break;

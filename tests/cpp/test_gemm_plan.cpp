@@ -20,8 +20,8 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
                         {4096, 7168}, {7168, 2048}})
       for (DType out : {DType::bfloat16, DType::float32}) {
         const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, out, kH200);
-        // decode up to 32 rows, and up to 64 where its 64-row tiles fit one wave (2 CTAs per SM at n = 64)
-        const bool decode = m <= 32 || (m <= 64 && (n + 63) / 64 <= 2 * 132);
+        // decode up to 32 rows, and up to 64 where its 64-row tiles fit one wave (3 CTAs per SM)
+        const bool decode = m <= 32 || (m <= 64 && (n + 63) / 64 <= 3 * 132);
         EXPECT_EQ(p.path, decode ? "swap-ab" : "tma-wgmma") << to_string(p);
         // the dispatch's string-free rule says the same
         EXPECT_EQ(gemm_path(m, n, k, GemmKind::d1d2, kH200), decode ? GemmPath::swap_ab : GemmPath::tma_wgmma);
@@ -29,10 +29,10 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
         EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << to_string(p);  // they fit an SM
         // waves count the CTAs resident at once: the persistent tma-wgmma kernel's one per SM, the
-        // decode kernels' 2 (mma.sync; wgmma at n = 64 or 128-row tiles) or 3 (wgmma, 64-row
-        // tiles, n <= 32): one wave on every issue shape
+        // decode kernels' 2 (mma.sync; wgmma with 128-row tiles) or 3 (wgmma, 64-row tiles): one
+        // wave on every issue shape
         const int64_t slots = int64_t(kH200.sms) * p.ctas_per_sm;
-        EXPECT_EQ(p.ctas_per_sm, !decode ? 1 : gemm_config::decode_use_mma(m, k) || m > 32 ? 2 : p.block_n == 64 ? 3 : 2) << to_string(p);
+        EXPECT_EQ(p.ctas_per_sm, !decode ? 1 : gemm_config::decode_use_mma(m, k) ? 2 : p.block_n == 64 ? 3 : 2) << to_string(p);
         EXPECT_EQ(p.waves, (p.tiles + slots - 1) / slots);
         if (decode) {
           EXPECT_EQ(p.waves, 1) << to_string(p);
@@ -95,17 +95,17 @@ TEST(GemmPlan, DecodeKernelsByRows) {
         continue;
       }
       EXPECT_EQ(p.block_n, 64);
-      // 112 tiles: a cluster of 2 fits one wave (132 SMs x 3 CTAs at n <= 32, x 2 at n = 64), 4
-      // would not at n <= 32; at n = 64 2 x 112 = 224 <= 264 slots
-      EXPECT_EQ(p.ctas_per_sm, rows == 64 ? 2 : 3) << m;
+      // 112 tiles: 112 clusters of 2 are resident (198 at 3 CTAs per SM), 4 would not be (92)
+      EXPECT_EQ(p.ctas_per_sm, 3) << m;
       EXPECT_EQ(p.split_k, 2) << m;
       EXPECT_EQ(p.cluster, p.split_k);
       EXPECT_EQ(p.tiles, 224);
-      EXPECT_EQ(p.stages, 6);
-      // 6 stages of 64 weight rows + n activation rows, 128 bytes each, their n fp32 A scales and
-      // mbarriers (a 128-byte slot for up to 32 scales), a chunk of 128 B scales and the 1024-byte alignment; the CTAs per SM the plan
-      // counts on fit in 228 KB (1 KB reserved each)
-      EXPECT_EQ(p.smem_bytes, 6 * ((64 + rows) * 128 + 8 + (rows == 64 ? 256 : 128)) + 128 * 4 + 1024) << m;
+      const int stages = rows == 64 ? 4 : 6;
+      EXPECT_EQ(p.stages, stages);
+      // the stages of 64 weight rows + n activation rows, 128 bytes each, their n fp32 A scales and
+      // mbarriers (a 128-byte slot for up to 32 scales), a chunk of 128 B scales and the 1024-byte
+      // alignment; the CTAs per SM the plan counts on fit in 228 KB (1 KB reserved each)
+      EXPECT_EQ(p.smem_bytes, stages * ((64 + rows) * 128 + 8 + (rows == 64 ? 256 : 128)) + 128 * 4 + 1024) << m;
       EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << m;
     }
   }
@@ -138,8 +138,10 @@ TEST(GemmPlan, DecodeKernelsByRows) {
            {16, 7168, 2048, 64, 2}, {16, 24576, 1536, 64, 1}, {16, 32768, 512, 128, 1}, {16, 1000, 896, 64, 1},
            {16, 1000, 1024, 64, 2}, {32, 7168, 7168, 64, 2}, {32, 2112, 7168, 64, 8}, {12, 1 << 20, 7168, 128, 1},
            {16, 2112, 4224, 64, 8},
-           // n = 64 (2 CTAs per SM): 64 tiles would be 64 clusters of 4 but 62 fit, 33 of 8 but 30 fit
-           {64, 4096, 7168, 64, 2}, {48, 4096, 7168, 64, 2}, {64, 2112, 7168, 64, 4}, {64, 7168, 16384, 64, 2}}) {
+           // n = 64 (3 CTAs per SM, as n <= 32): 64 clusters of 4 are resident (92), 64 of 8 not (45)
+           {64, 4096, 7168, 64, 4}, {48, 4096, 7168, 64, 4}, {64, 2112, 7168, 64, 8}, {64, 7168, 16384, 64, 2},
+           // 128-row tiles (2 CTAs per SM) once 64-row ones exceed 396: 200 tiles, 132 clusters of 2
+           {32, 25600, 7168, 128, 1}}) {
     const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, kH200);
     const std::string at = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     EXPECT_EQ(p.path, "swap-ab");
@@ -157,13 +159,14 @@ TEST(GemmPlan, DecodeKernelsByRows) {
     EXPECT_TRUE(cluster == 8 || tiles > resident[gemm_config::cluster_log2(int(2 * cluster))] || k / 128 / (2 * cluster) < 4)
         << at << ": a larger cluster fits";
   }
-  // Without measured residency (another SM count) the plan models it: 114 SMs x 2 CTAs at n = 64
-  // hold 51 clusters of 4 (228 x 9 / 40), so 56 tiles take clusters of 2
+  // Without measured residency (another SM count) the plan models it: 114 SMs x 3 CTAs hold 38
+  // clusters of 8 (342 x 9 / 80), so 38 tiles take clusters of 8 and 39 clusters of 4
   const ArchDesc other = ArchDesc::sm90(114);
   EXPECT_EQ(other.resident_clusters[0][0], 0);
+  EXPECT_EQ(gemm_config::decode_resident(other, 3).at[3], 38);
   EXPECT_EQ(gemm_config::decode_resident(other, 2).at[2], 51);
-  EXPECT_EQ(plan_gemm(64, 3584, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 2);
-  EXPECT_EQ(plan_gemm(64, 3200, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 4);  // 50 tiles
+  EXPECT_EQ(plan_gemm(64, 38 * 64, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 8);
+  EXPECT_EQ(plan_gemm(64, 39 * 64, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 4);
   EXPECT_EQ(ArchDesc::sm90(132).resident_clusters[1][3], 45);
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond
@@ -172,11 +175,11 @@ TEST(GemmPlan, DecodeKernelsByRows) {
   EXPECT_EQ(gemm_path(65, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::generic);
   EXPECT_EQ(gemm_path(48, 7168, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
   EXPECT_EQ(gemm_path(65, 7168, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
-  // from 33 rows the decode kernel only where its tiles fit one wave: 264 tiles of 64 rows
-  EXPECT_EQ(gemm_path(48, 264 * 64, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
-  EXPECT_EQ(gemm_path(48, 264 * 64 + 1, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
-  EXPECT_EQ(gemm_path(32, 264 * 64 + 1, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
-  EXPECT_EQ(gemm_path(48, 264 * 64 + 1, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
+  // from 33 rows the decode kernel only where its tiles fit one wave: 396 tiles of 64 rows
+  EXPECT_EQ(gemm_path(48, 396 * 64, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(48, 396 * 64 + 1, 512, GemmKind::d1d2, kH200, true), GemmPath::tma_wgmma);
+  EXPECT_EQ(gemm_path(32, 396 * 64 + 1, 512, GemmKind::d1d2, kH200, true), GemmPath::swap_ab);
+  EXPECT_EQ(gemm_path(48, 396 * 64 + 1, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
   for (int64_t m : {33, 48, 64, 65}) {
     EXPECT_EQ(plan_gemm(m, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200).path, m <= 64 ? "swap-ab" : "tma-wgmma") << m;
     // where TMA cannot take K (K % 16 != 0) there is no K % 128 == 0 either: generic

@@ -55,7 +55,9 @@ constexpr int kDecodeAutoMaxM = 16;
 // wgmma's n: the CTA takes every activation row (M <= kDecodeMaxM = the largest n), zero-filled past M
 constexpr int decode_n(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
 static_assert(kDecodeMaxM <= 64, "one CTA row of activations: decode_n covers every M the decode kernel takes");
-constexpr int decode_stages(int rows) { return rows == 64 ? 6 : 4; }
+// Stages of the ring: as many as keep the resident CTAs (decode_ctas_per_sm) within an SM's shared
+// memory (3 of 64 rows: 6 stages at n <= 32, 4 at n = 64; 2 of 128 rows: 4).
+constexpr int decode_stages(int rows, int n) { return rows == 64 ? (n == 64 ? 4 : 6) : 4; }
 // B's 128 x 128 block scales that the kernel reads into shared memory at once (blocks of K).
 constexpr int kDecodeScaleChunk = 128;
 // A stage's slot for A's n fp32 scales: TMA writes shared memory at 128-byte aligned addresses.
@@ -64,12 +66,12 @@ constexpr int decode_scale_slot(int n) { return (n * 4 + 127) / 128 * 128; }
 // stages' mbarriers, a chunk of B's scales and the 1024-byte alignment of the swizzled tiles; the
 // partial sums reuse the ring.
 constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
-  return int64_t(decode_stages(rows)) * ((rows + decode_n(m)) * 128 + decode_scale_slot(decode_n(m)) + 8) +
+  return int64_t(decode_stages(rows, decode_n(m))) * ((rows + decode_n(m)) * 128 + decode_scale_slot(decode_n(m)) + 8) +
          kDecodeScaleChunk * 4 + 1024;
 }
-// Resident CTAs per SM: shared memory (227 KB) at n <= 32, registers (the four 32-wide steps'
-// m64n64 results, 128 per thread) at n = 64.
-constexpr int decode_ctas_per_sm(int rows, int n) { return n == 64 ? 2 : rows == 64 ? 3 : 2; }
+// Resident CTAs per SM, bound by shared memory (227 KB): 3 of 64 weight rows, 2 of 128. Registers
+// allow it: two sets of one step's results in flight (decode.cu), 64 per thread at n = 64.
+constexpr int decode_ctas_per_sm(int rows, int) { return rows == 64 ? 3 : 2; }
 // Tiles of `rows` weight rows, and the CTAs of that size one wave holds.
 constexpr int64_t decode_tiles(int64_t n, int rows) { return (n + rows - 1) / rows; }
 constexpr int64_t decode_slots(int64_t m, int rows, int sms) { return int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m)); }
@@ -85,7 +87,7 @@ constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
 // share a GPC, so fewer than slots / c fit: on the H200 (cudaOccupancyMaxActiveClusters on the
 // decode kernel, bench/RESULTS.md session 11) 62 clusters of 4 and 30 of 8 at 2 CTAs per SM
 // (slots / c: 66 and 33), 92 and 45 at 3 (99 and 49). A cluster count past that runs a second
-// wave: 64x4096x7168 took 25.4 us at 4 CTAs per cluster (64 clusters), 18.9 at 2.
+// wave: 64x4096x7168 took 25.4 us at 4 CTAs per cluster (64 clusters, 2 CTAs per SM), 18.9 at 2.
 struct ResidentClusters {
   int64_t at[4];
 };
@@ -114,8 +116,9 @@ constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms, const Res
   return c;
 }
 // Blocks of scales in flight per thread (decode.cu's ring): a block's promotion uses scales loaded
-// decode_scale_ring - 1 blocks earlier, so the loop does not wait on their latency.
-constexpr int decode_scale_ring(int n, int rows) { return rows == 64 && n <= 32 ? 8 : 4; }
+// decode_scale_ring - 1 blocks earlier, so the loop does not wait on their latency. At n = 64 only
+// 2 (one block ahead): a deeper ring spilled within the 168 registers of 3 CTAs per SM.
+constexpr int decode_scale_ring(int n, int rows) { return rows == 64 && n <= 32 ? 8 : n == 64 ? 2 : 4; }
 
 // The mma.sync decode kernel (decode_mma.cu), for M <= kDecodeMmaMaxM: a CTA of 8 warps, each
 // warp 16 weight rows and a share of K. The warps form 8 / split groups of 16 rows, and the

@@ -93,7 +93,7 @@ template <int kN, int kR, bool kTmaScales>
 __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR, kN))
     gemm_decode_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
                        const __grid_constant__ CUtensorMap map_sa, const GemmParams p, int cluster) {
-  constexpr int kStages = decode_stages(kR), kH = kR / 64, kJ = kN / 8;
+  constexpr int kStages = decode_stages(kR, kN), kH = kR / 64, kJ = kN / 8;
   constexpr uint32_t kTileW = kR * 128, kTileX = kN * 128, kStageBytes = kTileW + kTileX;
   static_assert(kTileW % 1024 == 0 && kTileX % 1024 == 0, "swizzled tiles are 1024-byte aligned");
   extern __shared__ uint8_t smem_raw[];
@@ -165,33 +165,47 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR, kN))
   };
 
   float acc[kH][kN / 2] = {};
-  // Block i's MMAs (each 32-wide step from zero), issued once its stage has landed, and the
-  // refill of the stage once every warp's MMAs have read it.
-  auto mmas = [&](int i, float (&part)[4][kH][kN / 2]) {
+  // Block i, its stage landed: four 32-wide steps, each a wgmma from zero into one of two register
+  // sets in turn (step s + 2 reuses step s's set once that is promoted), so that each step's
+  // promotion (acc += part x weight row scale x activation row scale) overlaps the next step's
+  // MMAs and two sets of results suffice (registers for 3 CTAs per SM at n = 64). `scales`
+  // gives the block's scales, read before the stage is refilled; the refill waits until every
+  // warp's MMAs have read the stage (the barrier). Each accumulator adds the steps in order.
+  auto mma_block = [&](int i, auto&& scales) {
     const int s = i % kStages;
     mbar_wait(&full[s], (i / kStages) & 1);
-    wgmma_fence();
-#pragma unroll
-    for (int st = 0; st < 4; ++st)
+    float part[2][kH][kN / 2];
+    auto step = [&](int st) {
+      wgmma_fence();  // after the promotion's reads of the set
 #pragma unroll
       for (int h = 0; h < kH; ++h)
-        mma_from_zero<kN>(part[st][h], desc_k_major_sw128(tiles_w + s * kTileW + h * 64 * 128 + st * 32),
+        mma_from_zero<kN>(part[st % 2][h], desc_k_major_sw128(tiles_w + s * kTileW + h * 64 * 128 + st * 32),
                           desc_k_major_sw128(tiles_x + s * kTileX + st * 32));
-    wgmma_commit();
-  };
-  auto refill = [&](int i) {
+      wgmma_commit();
+    };
+    step(0);
+    step(1);
+    float sb[kH][2], sa[kJ][2], w[kH][kN / 2];
+    scales(sb, sa);
+    for_each_fragment<kH, kJ>([&](int h, int j, int e, int f) { w[h][4 * j + 2 * e + f] = sb[h][e] * sa[j][f]; });
+    auto add = [&](int st) {
+#pragma unroll
+      for (int h = 0; h < kH; ++h)
+#pragma unroll
+        for (int r = 0; r < kN / 2; ++r) acc[h][r] = __fmaf_rn(part[st % 2][h][r], w[h][r], acc[h][r]);
+    };
+    wgmma_wait<1>();
+    add(0);
+    step(2);
+    wgmma_wait<1>();
+    add(1);
+    step(3);
+    wgmma_wait<1>();
+    add(2);
     wgmma_wait<0>();
     __syncthreads();
     if (tid == 0 && i + kStages < steps) issue(i + kStages);
-  };
-  // acc += part * (weight row scale x activation row scale)
-  auto promote = [&](const float (&part)[4][kH][kN / 2], const float (&sb)[kH][2], const float (&sa)[kJ][2]) {
-    for_each_fragment<kH, kJ>([&](int h, int j, int e, int f) {
-      const float w = sb[h][e] * sa[j][f];
-      float& a = acc[h][4 * j + 2 * e + f];
-#pragma unroll
-      for (int st = 0; st < 4; ++st) a = __fmaf_rn(part[st][h][4 * j + 2 * e + f], w, a);
-    });
+    add(3);
   };
 
   if constexpr (kTmaScales) {
@@ -202,21 +216,18 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR, kN))
         if (tid < kDecodeScaleChunk && i + tid < steps) chunk_sb[tid] = gemm_scale_at(p.b, row_b + walk_b.block(first + i + tid));
         __syncthreads();
       }
-      float part[4][kH][kN / 2];
-      mmas(i, part);
-      float sa[kJ][2], sb[kH][2];
-      const float* sa_s = stage_sa + (i % kStages) * kSlot;  // read before the stage is refilled
+      mma_block(i, [&](float (&sb)[kH][2], float (&sa)[kJ][2]) {
+        const float* sa_s = stage_sa + (i % kStages) * kSlot;
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        const float2 v = *reinterpret_cast<const float2*>(sa_s + 8 * j + 2 * (lane % 4));
-        sa[j][0] = v.x;
-        sa[j][1] = v.y;
-      }
-      const float b = chunk_sb[i % kDecodeScaleChunk];
+        for (int j = 0; j < kJ; ++j) {
+          const float2 v = *reinterpret_cast<const float2*>(sa_s + 8 * j + 2 * (lane % 4));
+          sa[j][0] = v.x;
+          sa[j][1] = v.y;
+        }
+        const float b = chunk_sb[i % kDecodeScaleChunk];
 #pragma unroll
-      for (int h = 0; h < kH; ++h) sb[h][0] = sb[h][1] = b;
-      refill(i);
-      promote(part, sb, sa);
+        for (int h = 0; h < kH; ++h) sb[h][0] = sb[h][1] = b;
+      });
     }
   } else {
     // Block i is promoted with the scales `use` loaded kRing - 1 blocks earlier, while block
@@ -224,20 +235,18 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR, kN))
     constexpr int kRing = decode_scale_ring(kN, kR);
     auto block = [&](int i, const Scales<kN, kR>& use, Scales<kN, kR>& ahead) {
       if (i + kRing - 1 < steps) load_scales(ahead, first + i + kRing - 1);
-      float part[4][kH][kN / 2];
-      mmas(i, part);
-      float sa[kJ][2], sb[kH][2];  // the fragment's activation-row scales come from the lanes that loaded them
+      mma_block(i, [&](float (&sb)[kH][2], float (&sa)[kJ][2]) {
+        // the fragment's activation-row scales come from the lanes that loaded them
 #pragma unroll
-      for (int j = 0; j < kJ; ++j)
+        for (int j = 0; j < kJ; ++j)
 #pragma unroll
-        for (int f = 0; f < 2; ++f)
-          sa[j][f] = decode_scale(__shfl_sync(0xffffffffu, use.sa[j / 4], 8 * (j % 4) + 2 * (lane % 4) + f), p.a.fp32_scales);
+          for (int f = 0; f < 2; ++f)
+            sa[j][f] = decode_scale(__shfl_sync(0xffffffffu, use.sa[j / 4], 8 * (j % 4) + 2 * (lane % 4) + f), p.a.fp32_scales);
 #pragma unroll
-      for (int h = 0; h < kH; ++h)
+        for (int h = 0; h < kH; ++h)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) sb[h][e] = decode_scale(use.sb[h][e], p.b.fp32_scales);
-      refill(i);
-      promote(part, sb, sa);
+          for (int e = 0; e < 2; ++e) sb[h][e] = decode_scale(use.sb[h][e], p.b.fp32_scales);
+      });
     };
     Scales<kN, kR> ring[kRing];  // entry u holds the scales of blocks u, u + kRing, ...: the loop is unrolled by kRing
 #pragma unroll
@@ -370,8 +379,8 @@ void decode_resident_clusters(int device, int64_t (&out)[2][4]) {
   Entry& e = entries[device & 63];
   std::call_once(e.once, [&] {
     RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    static_assert(decode_ctas_per_sm(64, 64) == 2 && decode_ctas_per_sm(64, 32) == 3, "the two occupancies");
-    query_resident<64, 64>(device, e.at[0]);
+    static_assert(decode_ctas_per_sm(128, 32) == 2 && decode_ctas_per_sm(64, 32) == 3, "the two occupancies");
+    query_resident<32, 128>(device, e.at[0]);
     query_resident<32, 64>(device, e.at[1]);
   });
   std::memcpy(out, e.at, sizeof e.at);
