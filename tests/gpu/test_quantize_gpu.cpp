@@ -475,6 +475,7 @@ float dtype_value(const std::vector<uint8_t>& b, DType t, size_t i) {
 struct Fused {
   Activation act = Activation::none;
   bool dact = false, dbias = false, noop = false;
+  bool dbias_unaligned = false;  // dbias 4 bytes past a 16-byte boundary (the kernels' scalar atomics)
 };
 
 // One fused call on both backends. `shape` is the output's; a gated activation reads 2x the
@@ -504,7 +505,8 @@ void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f,
   for (auto* q : {&qg, &qc})
     for (DeviceBuffer* b : {&q->data(), &q->scales(), &q->col_data(), &q->col_scales(), &q->global_scale(), &q->amax()})
       b->fill(0xcd);
-  DeviceBuffer dbg(kGpu, shape.cols * 4), amax_g(kGpu, 4), noop_g(kGpu, 4);
+  DeviceBuffer dbg(kGpu, (shape.cols + 1) * 4), amax_g(kGpu, 4), noop_g(kGpu, 4);
+  float* const dbias_gpu = static_cast<float*>(dbg.data()) + (f.dbias_unaligned ? 1 : 0);
   dbg.fill(0xcd);
   std::vector<float> dbc(size_t(shape.cols));
   const float amax_given = 40.0f, one = 1.0f;
@@ -520,7 +522,7 @@ void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f,
     oc.act_input = &acv;
   }
   if (f.dbias) {
-    og.dbias = static_cast<float*>(dbg.data());
+    og.dbias = dbias_gpu;
     oc.dbias = dbc.data();
   }
   if (per_tensor) {
@@ -557,8 +559,9 @@ void check_fused(const std::string& recipe_text, DType dt, Shape shape, Fused f,
   expect_same_outputs(qg, qc, where);
   if (::testing::Test::HasFatalFailure()) return;
   if (!f.dbias) return;
-  std::vector<float> dg(size_t(shape.cols));
-  dbg.download(dg.data());
+  std::vector<float> dg_all(size_t(shape.cols + 1));
+  dbg.download(dg_all.data());
+  const std::vector<float> dg(dg_all.begin() + (f.dbias_unaligned ? 1 : 0), dg_all.begin() + (f.dbias_unaligned ? 1 : 0) + shape.cols);
   for (int64_t c = 0; c < shape.cols; ++c) {
     double abs_sum = 0;
     for (int64_t r = 0; r < shape.rows; ++r) {
@@ -648,6 +651,21 @@ TEST(GpuFused, TallShapesWalkManyTiles) {
   check_fused("fp8_block_1x128", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4001);
   if (HasFatalFailure()) return;
   check_fused("mxfp4", DType::bfloat16, Shape{60001, 64}, {Activation::silu, false, true, false}, 4002);
+}
+
+// dbias at an address that is not 16-byte aligned takes the kernels' scalar atomics (16-byte
+// reductions otherwise), on each thread shape: rows, colblocks (row+col) and 128 x 128 blocks.
+TEST(GpuFused, DbiasAtAnyFloatAlignment) {
+  REQUIRE_GPU();
+  const std::pair<const char*, Activation> cases[] = {
+      {"mxfp8", Activation::none}, {"mxfp8:dir=both", Activation::gelu}, {"fp8_block_128x128", Activation::swiglu}};
+  for (auto [r, act] : cases)
+    for (bool unaligned : {false, true}) {
+      Fused f{act, false, true, false};
+      f.dbias_unaligned = unaligned;
+      check_fused(r, DType::bfloat16, {300, 1024}, f, 5);
+      if (HasFatalFailure()) return;
+    }
 }
 
 TEST(GpuFused, NoopWritesNothing) {

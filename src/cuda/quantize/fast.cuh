@@ -382,15 +382,56 @@ struct FusedStats {
       }
     }
   }
+  // dbias: the warp's row lanes are summed by shuffles and the CTA's warps down the rows through
+  // shared memory (in warp order), then the first warp row adds each 8 columns with two 16-byte
+  // reductions (red.global.add.v4.f32, sm_90; scalar atomics where dbias is not 16-byte aligned):
+  // 1/8 of the atomic requests of one atomicAdd per column and warp (bench/RESULTS.md session 11:
+  // twice the CTAs, and so twice the atomics, cost mxfp8 + dbias 11 us of 87 at 8192 x 7168).
   __device__ void publish(const TileParams& p, int64_t c0, int lane) {
     if constexpr (C::kDbias) {
 #pragma unroll
       for (int o = C::kCL; o < 32; o <<= 1)  // across the warp's row lanes
 #pragma unroll
         for (int j = 0; j < 8; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
-      if (lane < C::kCL && c0 < p.cols)
+      const int warp = threadIdx.x / 32, wr = warp / C::kWC, wc = warp % C::kWC;
+      if constexpr (C::kWR > 1) {
+        __shared__ float4 sums[C::kWR][C::kWC][C::kCL][2];
+        if (lane < C::kCL) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) atomicAdd(p.dbias + c0 + j, s[j]);
+          for (int h = 0; h < 2; ++h) {
+            float4& v = sums[wr][wc][lane][h];
+            v.x = s[4 * h];
+            v.y = s[4 * h + 1];
+            v.z = s[4 * h + 2];
+            v.w = s[4 * h + 3];
+          }
+        }
+        __syncthreads();
+        if (wr == 0 && lane < C::kCL)
+#pragma unroll
+          for (int r = 1; r < C::kWR; ++r)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float4 v = sums[r][wc][lane][h];
+              s[4 * h] += v.x;
+              s[4 * h + 1] += v.y;
+              s[4 * h + 2] += v.z;
+              s[4 * h + 3] += v.w;
+            }
+      }
+      if (wr == 0 && lane < C::kCL && c0 < p.cols) {
+        float* at = p.dbias + c0;
+        if ((reinterpret_cast<unsigned long long>(at) & 15) == 0) {  // c0 % 8 == 0 and cols % 8 == 0: whole 8-column pieces
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(at + 4 * h), "f"(s[4 * h]),
+                         "f"(s[4 * h + 1]), "f"(s[4 * h + 2]), "f"(s[4 * h + 3])
+                         : "memory");
+        } else {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) atomicAdd(at + j, s[j]);
+        }
+      }
     }
     if constexpr (C::kFused) {
       if (p.amax_out) {
