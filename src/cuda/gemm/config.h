@@ -91,8 +91,8 @@ constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
 struct ResidentClusters {
   int64_t at[4];
 };
-// Without a measurement (a plan for a described architecture): whole GPCs lost to the rounding,
-// about a tenth of the slots from clusters of 4 up (below every H200 figure above).
+// Without a measurement (a plan for a described architecture): about a tenth of the slots lost
+// to the GPCs from clusters of 4 up (fewer clusters than every H200 figure above).
 constexpr ResidentClusters model_resident_clusters(int64_t slots) {
   return {{slots, slots / 2, slots * 9 / 40, slots * 9 / 80}};
 }
