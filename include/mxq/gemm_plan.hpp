@@ -61,7 +61,7 @@ struct GemmPlan {
   int split_k = 1;   // K split across CTAs (swap-ab decode)
   int64_t tiles = 0;  // output tiles (times split_k)
   int ctas_per_sm = 1;  // CTAs of this kernel resident on an SM at once (shared memory, registers)
-  int64_t waves = 0;  // ceil(tiles / (sms x ctas_per_sm))
+  int64_t waves = 0;  // ceil(tiles / slots): sms x ctas_per_sm, or resident clusters x cluster
   double last_wave = 0.0;  // fraction of those slots busy in the last wave
   int64_t smem_bytes = 0;  // per CTA
 };

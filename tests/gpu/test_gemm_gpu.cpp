@@ -283,10 +283,6 @@ TEST(GpuGemm, RandomAgainstReference) {
       cases, worst[0], worst[1], worst[2], worst[4], worst[3]);
 }
 
-// auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
-// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
-// kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
-// refuses quantize; cuda-jit falls back.
 // The plan's cluster residency (ArchDesc::resident_clusters, which decode_cluster sizes the decode
 // kernel's clusters by) is what the device reports for the decode kernels themselves: on an H200
 // the table of ArchDesc::h200(), on any device at most the slots / c that the SMs hold.
@@ -310,6 +306,10 @@ TEST(GpuGemm, ClusterResidencyIsTheDevices) {
 #endif
 }
 
+// auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
+// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
+// kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
+// refuses quantize; cuda-jit falls back.
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
   auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };

@@ -295,6 +295,8 @@ bool tma_scales(const GemmParams& p) {
 struct ClusterLaunch {
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1] = {};
+  ClusterLaunch(const ClusterLaunch&) = delete;  // cfg points at attr
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
   ClusterLaunch(unsigned grid, int smem, int cluster, cudaStream_t stream) {
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(128);

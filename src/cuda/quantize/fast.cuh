@@ -355,8 +355,8 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
 }
 
 // Fused statistics of y. dbias: a thread sums its columns over the row tiles it visits, then
-// the CTA adds its sums to the output with one atomic per column and warp row (zeros outside
-// the tensor add nothing). amax (block recipes given an amax buffer): the largest |y| as fp32
+// the CTA adds its sums to the output (publish: one 16-byte reduction per 4 columns and CTA;
+// zeros outside the tensor add nothing). amax (block recipes given an amax buffer): the largest |y| as fp32
 // bits, any NaN as the canonical one (0x7fc00000 sorts above Inf), one atomicMax per warp.
 template <class C>
 struct FusedStats {
