@@ -67,7 +67,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
         p.why += "the weights are wgmma's 64-row operand, a cluster of CTAs splits K";
         p.block_m = decode_n(m);  // activation rows of a CTA (wgmma's n)
         p.block_n = decode_tile_rows(m, n, arch.sms);
-        p.ctas_per_sm = decode_ctas_per_sm(p.block_n, decode_n(m));
+        p.ctas_per_sm = decode_ctas_per_sm(p.block_n);
         p.cluster = p.split_k = decode_cluster(m, n, k, arch.sms, decode_resident(arch, p.ctas_per_sm));
         p.tiles = decode_tiles(n, p.block_n) * p.split_k;
         p.stages = decode_stages(p.block_n, p.block_m);

@@ -150,13 +150,13 @@ TEST(GemmPlan, DecodeKernelsByRows) {
     EXPECT_EQ(p.tiles, (n + rows - 1) / rows * cluster) << at;
     // a cluster only where every cluster stays resident in one wave (the H200's measured
     // residency) with >= 4 K blocks per CTA, and a cluster twice the size would break one of these
-    const int per_sm = gemm_config::decode_ctas_per_sm(int(rows), gemm_config::decode_n(m));
+    const int per_sm = gemm_config::decode_ctas_per_sm(int(rows));
     const int64_t tiles = (n + rows - 1) / rows;
-    const int64_t* resident = kH200.resident_clusters[per_sm - 2];
+    const gemm_config::ResidentClusters resident = gemm_config::decode_resident(kH200, per_sm);  // what the plan reads
     EXPECT_EQ(p.ctas_per_sm, per_sm) << at;
-    EXPECT_EQ(p.waves, (tiles + resident[0] - 1) / resident[0]) << at;  // one unless N is huge
-    EXPECT_TRUE(cluster == 1 || (tiles <= resident[gemm_config::cluster_log2(int(cluster))] && k / 128 / cluster >= 4)) << at;
-    EXPECT_TRUE(cluster == 8 || tiles > resident[gemm_config::cluster_log2(int(2 * cluster))] || k / 128 / (2 * cluster) < 4)
+    EXPECT_EQ(p.waves, (tiles + resident.at[0] - 1) / resident.at[0]) << at;  // one unless N is huge
+    EXPECT_TRUE(cluster == 1 || (tiles <= resident.at[gemm_config::cluster_log2(int(cluster))] && k / 128 / cluster >= 4)) << at;
+    EXPECT_TRUE(cluster == 8 || tiles > resident.at[gemm_config::cluster_log2(int(2 * cluster))] || k / 128 / (2 * cluster) < 4)
         << at << ": a larger cluster fits";
   }
   // Without measured residency (another SM count) the plan models it: 114 SMs x 3 CTAs hold 38
@@ -168,6 +168,9 @@ TEST(GemmPlan, DecodeKernelsByRows) {
   EXPECT_EQ(plan_gemm(64, 38 * 64, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 8);
   EXPECT_EQ(plan_gemm(64, 39 * 64, 7168, GemmKind::d1d2, DType::bfloat16, other).split_k, 4);
   EXPECT_EQ(ArchDesc::sm90(132).resident_clusters[1][3], 45);
+  // the H200's measured rows, by CTAs per SM: 2 (128-row tiles) and 3 (64-row tiles)
+  EXPECT_EQ(gemm_config::decode_resident(kH200, 2).at[2], 62);
+  EXPECT_EQ(gemm_config::decode_resident(kH200, 3).at[2], 92);
   EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond
   EXPECT_EQ(gemm_path(48, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);

@@ -178,6 +178,11 @@ def test_gemm_plan():
     assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "K=100" in odd.stdout
     bad = run("gemm-plan", "0", "16", "16")
     assert bad.returncode != 0
+    # --sms switches the architecture: 39 tiles of 64 rows take clusters of 8 on the H200 (45
+    # resident), of 4 with 114 SMs (a modelled 38)
+    h200 = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--json").stdout)
+    other = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--sms", "114", "--json").stdout)
+    assert h200["cluster"] == 8 and other["cluster"] == 4
 
 
 # `mxq cache`: several processes warming the same configurations into one cache directory at

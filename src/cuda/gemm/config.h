@@ -71,17 +71,17 @@ constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
 }
 // Resident CTAs per SM, bound by shared memory (227 KB): 3 of 64 weight rows, 2 of 128. Registers
 // allow it: two sets of one step's results in flight (decode.cu), 64 per thread at n = 64.
-constexpr int decode_ctas_per_sm(int rows, int) { return rows == 64 ? 3 : 2; }
+constexpr int decode_ctas_per_sm(int rows) { return rows == 64 ? 3 : 2; }
 // Tiles of `rows` weight rows, and the CTAs of that size one wave holds.
 constexpr int64_t decode_tiles(int64_t n, int rows) { return (n + rows - 1) / rows; }
-constexpr int64_t decode_slots(int64_t m, int rows, int sms) { return int64_t(sms) * decode_ctas_per_sm(rows, decode_n(m)); }
+constexpr int64_t decode_slots(int rows, int sms) { return int64_t(sms) * decode_ctas_per_sm(rows); }
 // 128-row tiles where 64-row ones would not fit one wave; n = 64 has registers for 64 rows only.
 constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
-  return decode_n(m) < 64 && decode_tiles(n, 64) > decode_slots(m, 64, sms) ? 128 : 64;
+  return decode_n(m) < 64 && decode_tiles(n, 64) > decode_slots(64, sms) ? 128 : 64;
 }
 constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
-  return decode_tiles(n, rows) <= decode_slots(m, rows, sms);
+  return decode_tiles(n, rows) <= decode_slots(rows, sms);
 }
 // Clusters of 1, 2, 4 and 8 CTAs of one kernel resident at once (at[log2 c]). A cluster's CTAs
 // share a GPC, so fewer than slots / c fit: on the H200 (cudaOccupancyMaxActiveClusters on the

@@ -90,7 +90,7 @@ __device__ __forceinline__ void for_each_fragment(Fn&& fn) {
 // memory itself. Otherwise (1D1D, other layouts, UE8M0 bytes) each thread loads the scales it
 // needs into a ring of registers, decode_scale_ring - 1 blocks ahead.
 template <int kN, int kR, bool kTmaScales>
-__global__ void __launch_bounds__(128, decode_ctas_per_sm(kR, kN))
+__global__ void __launch_bounds__(128, decode_ctas_per_sm(kR))
     gemm_decode_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
                        const __grid_constant__ CUtensorMap map_sa, const GemmParams p, int cluster) {
   constexpr int kStages = decode_stages(kR, kN), kH = kR / 64, kJ = kN / 8;
@@ -335,7 +335,7 @@ template <int kN, int kR, bool kTmaScales>
 cudaError_t launch(const GemmParams& p, int device, const ArchDesc& arch, cudaStream_t stream) {
   constexpr auto kernel = gemm_decode_kernel<kN, kR, kTmaScales>;
   constexpr int kSmem = int(decode_smem_bytes(kN, kR));
-  static_assert((decode_smem_bytes(kN, kR) + 1024) * decode_ctas_per_sm(kR, kN) <= 228 * 1024,
+  static_assert((decode_smem_bytes(kN, kR) + 1024) * decode_ctas_per_sm(kR) <= 228 * 1024,
                 "the decode kernel's resident CTAs fit an SM's shared memory (1 KB reserved per CTA)");
   if (const cudaError_t e = allow_dynamic_smem<kernel>(device, kSmem); e != cudaSuccess) return e;
   CUtensorMap map_w, map_x, map_sa = {};
@@ -346,7 +346,7 @@ cudaError_t launch(const GemmParams& p, int device, const ArchDesc& arch, cudaSt
   if (kTmaScales && !make_map(map_sa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, p.k / 128, p.m,
                               num::scale_offset(p.a.geom, 0, 1), kN, 1, CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const int cluster = decode_cluster(p.m, p.n, p.k, arch.sms, decode_resident(arch, decode_ctas_per_sm(kR, kN)));
+  const int cluster = decode_cluster(p.m, p.n, p.k, arch.sms, decode_resident(arch, decode_ctas_per_sm(kR)));
   // one CTA row: decode_n(M) >= M
   ClusterLaunch l(unsigned(decode_tiles(p.n, kR) * cluster), kSmem, cluster, stream);
   return cudaLaunchKernelEx(&l.cfg, kernel, map_w, map_x, map_sa, p, cluster);
@@ -381,7 +381,7 @@ void decode_resident_clusters(int device, int64_t (&out)[2][4]) {
   Entry& e = entries[device & 63];
   std::call_once(e.once, [&] {
     RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    static_assert(decode_ctas_per_sm(128, 32) == 2 && decode_ctas_per_sm(64, 32) == 3, "the two occupancies");
+    static_assert(decode_ctas_per_sm(128) == 2 && decode_ctas_per_sm(64) == 3, "the two occupancies");
     query_resident<32, 128>(device, e.at[0]);
     query_resident<32, 64>(device, e.at[1]);
   });
