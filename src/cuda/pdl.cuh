@@ -15,11 +15,14 @@ __device__ __forceinline__ void pdl_begin() {
 }
 
 #ifndef __CUDACC_RTC__
+// With `smem` bytes of dynamic shared memory (the kernel's limit raised where it exceeds 48 KB).
 template <class... KArgs, class... Args>
-cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+cudaError_t pdl_launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                            Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -27,6 +30,10 @@ cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStre
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+template <class... KArgs, class... Args>
+cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+  return pdl_launch_smem(kernel, grid, block, 0, stream, static_cast<Args&&>(args)...);
 }
 #endif
 

@@ -1,7 +1,8 @@
 // Specialised quantize kernels: the recipe (scheme, element format, block shape, scale layouts)
-// is a set of template arguments, the data stays in registers as loaded (packed 16-bit pairs for
-// fp16/bf16), and nothing goes through shared memory except the cross-warp maximum of a 128 x 128
-// block. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
+// is a set of template arguments, and the data is quantized in registers as loaded (packed 16-bit
+// pairs for fp16/bf16). Shared memory holds the 8-row shapes' prefetched input (AsyncLoad), the
+// cross-warp maximum of a 128 x 128 block, the transposed output and the staged scales of
+// row+col. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
 // shapes) go to the generic tile kernel in quantize_tile.cuh; both are held to the CPU
 // reference bit for bit.
 //
@@ -841,6 +842,51 @@ struct PlainLoad {
   __device__ const uint32_t (&tile(int))[C::kR][C::kW] { return w; }
 };
 
+// The plain 8-row shapes (colblocks, two_d): the next tile's input is copied by cp.async into
+// this thread's own slots of dynamic shared memory (FastGeometry::slot_bytes) while this tile
+// is quantized, then read back into w. A thread reads only the slots it filled, so its own
+// wait_group is all the synchronisation there is; the slots are refilled only after they were
+// read into w, in program order (the generic kernel's cp.async ring relies on the same). Slot
+// (i, h) of thread t is 16-byte piece i * kPieces + h at index * kThreads + t: a warp's reads
+// and copies of one piece are 512 contiguous bytes. Rows that do not exist are zeros (cp.async
+// with source size 0 reads nothing; it is given the input's base address, which exists).
+template <class C>
+struct AsyncLoad {
+  static constexpr int kPieces = C::kW / 4;  // 16-byte pieces per row of 8 elements
+  uint32_t w[C::kR][C::kW];
+  __device__ static uint4* slots() {
+    extern __shared__ __align__(16) uint4 fast_slots[];
+    return fast_slots + threadIdx.x;
+  }
+  __device__ void load(const TileSrc& s, const void* base) {
+    uint4* slot = slots();
+#pragma unroll
+    for (int i = 0; i < C::kR; ++i) {
+      const uint4* row = reinterpret_cast<const uint4*>(s.x + i * s.pitch);
+#pragma unroll
+      for (int h = 0; h < kPieces; ++h)
+        cp_async16(slot + (i * kPieces + h) * C::kThreads, i < s.n ? static_cast<const void*>(row + h) : base, i < s.n);
+    }
+    cp_async_commit();
+  }
+  __device__ void take() {
+    cp_async_wait<0>();
+    const uint4* slot = slots();
+#pragma unroll
+    for (int i = 0; i < C::kR; ++i) {
+#pragma unroll
+      for (int h = 0; h < kPieces; ++h) {
+        const uint4 q = slot[(i * kPieces + h) * C::kThreads];
+        w[i][4 * h] = q.x;
+        w[i][4 * h + 1] = q.y;
+        w[i][4 * h + 2] = q.z;
+        w[i][4 * h + 3] = q.w;
+      }
+    }
+  }
+  __device__ const uint32_t (&tile(int))[C::kR][C::kW] { return w; }
+};
+
 template <class C>
 struct FusedLoad {
   RawTile<C> raw;
@@ -858,7 +904,8 @@ struct FusedLoad {
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
   using Tile = FastTile<C>;
-  using L = typename Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type;
+  using L = typename Pick<C::kTransform, FusedLoad<C>,
+                          typename Pick<C::kGeo.async_load, AsyncLoad<C>, PlainLoad<C>>::type>::type;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;
@@ -884,7 +931,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   }();
   FusedStats<C> stats;
   L a{};
-  a.load(at.src(0));
+  if constexpr (C::kGeo.async_load) a.load(at.src(0), p.x);
+  else a.load(at.src(0));
   num::ScaleRule rule = prepare_rule(p, C::kElem);
   rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
   Tile::fill_scale_table(rule);
@@ -894,7 +942,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     stats.add(w, p);
     Tile::run(w, at, n, p, rule, lane, warp);
   };
-  if constexpr (C::kPrefetch) {
+  if constexpr (C::kGeo.async_load) {
+    for (;;) {
+      a.take();
+      if (at.next_exists()) a.load(at.src(1), p.x);  // warp-uniform, as the loop exits are
+      quantize_tile(a);
+      at.advance();
+      if (at.done()) break;
+    }
+  } else if constexpr (C::kPrefetch) {
     L b{};
     for (;;) {
       // tile starts are warp-uniform, so the loop exits are too

@@ -2,6 +2,7 @@
 // recipes users reach for (every preset in its default layout, the DeepSeek layouts).
 #include "cuda/quantize/fast.cuh"
 #include "cuda/quantize/fast_launch.hpp"
+#include "cuda/check.hpp"
 #include "cuda/pdl.cuh"
 
 namespace mxq::cuda {
@@ -9,16 +10,22 @@ namespace {
 
 template <class C>
 cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, const TileParams& p) {
+  constexpr int kSmem = C::kGeo.slot_bytes;
+  if constexpr (kSmem > 0) {
+    int device = 0;
+    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    if (const cudaError_t e = allow_dynamic_smem<fast_quantize_kernel<C>>(device, kSmem); e != cudaSuccess) return e;
+  }
   static const int blocks_per_sm = [] {  // the occupancy the compiled kernel reaches
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fast_quantize_kernel<C>, C::kThreads, 0) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fast_quantize_kernel<C>, C::kThreads, kSmem) != cudaSuccess) {
       cudaGetLastError();
       n = 0;
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  return pdl_launch(fast_quantize_kernel<C>, fast_grid(C::kKey, rows, cols, sms, blocks_per_sm), dim3(C::kThreads),
-                    stream, p);
+  return pdl_launch_smem(fast_quantize_kernel<C>, fast_grid(C::kKey, rows, cols, sms, blocks_per_sm),
+                         dim3(C::kThreads), kSmem, stream, p);
 }
 
 using E = num::ElemFormat;

@@ -46,7 +46,12 @@ constexpr int64_t kFastMaxRows = (int64_t(1) << 31) - (int64_t(1) << 16);
 struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
   int threads, tile_rows, tile_cols, max_regs, min_blocks;
-  bool prefetch;  // the next row tile is loaded while this one is quantized
+  bool prefetch;  // the next row tile is loaded while this one is quantized (a second register set)
+  // The next row tile is copied by cp.async into this thread's slots of dynamic shared memory
+  // while this one is quantized: the prefetch of the 8-row shapes, which have no registers to
+  // spare for a second set. slot_bytes: the CTA's dynamic shared memory (0: none).
+  bool async_load;
+  int slot_bytes;
 };
 
 // Whether the kernel template supports the key (the AOT table and the JIT take only these).
@@ -94,6 +99,8 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   g.max_regs = rows ? (k.fuse ? (two_inputs ? 128 : transforms(k) ? 96 : 80) : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
+  g.async_load = !rows && k.fuse == 0;
+  g.slot_bytes = g.async_load ? g.threads * g.r * (k.dtype == 0 ? 32 : 16) : 0;
   return g;
 }
 

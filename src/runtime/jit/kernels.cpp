@@ -48,6 +48,7 @@ struct Driver {
   decltype(cuModuleLoadData)* module_load = driver<decltype(cuModuleLoadData)>("cuModuleLoadData");
   decltype(cuModuleGetFunction)* get_function = driver<decltype(cuModuleGetFunction)>("cuModuleGetFunction");
   decltype(cuLaunchKernelEx)* launch = driver<decltype(cuLaunchKernelEx)>("cuLaunchKernelEx");
+  decltype(cuFuncSetAttribute)* set_attribute = driver<decltype(cuFuncSetAttribute)>("cuFuncSetAttribute");
   decltype(cuOccupancyMaxActiveBlocksPerMultiprocessor)* occupancy =
       driver<decltype(cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   decltype(cuGetErrorName)* error_name = driver<decltype(cuGetErrorName)>("cuGetErrorName");
@@ -127,10 +128,14 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
     Loaded l{};
     check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + key_text(key));
     check_cu(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
+    const cuda::FastGeometry g = cuda::fast_geometry(key);
+    if (g.slot_bytes > 0)
+      check_cu(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, g.slot_bytes),
+               "jit: allowing " + std::to_string(g.slot_bytes) + " bytes of shared memory to " + key_text(key));
     l.blocks_per_sm = 0;
-    if (drv().occupancy(&l.blocks_per_sm, l.fn, cuda::fast_geometry(key).threads, 0) != CUDA_SUCCESS ||
+    if (drv().occupancy(&l.blocks_per_sm, l.fn, g.threads, size_t(g.slot_bytes)) != CUDA_SUCCESS ||
         l.blocks_per_sm <= 0)
-      l.blocks_per_sm = cuda::fast_geometry(key).min_blocks;
+      l.blocks_per_sm = g.min_blocks;
     return l;
   });
 }
@@ -153,6 +158,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.gridDimZ = 1;
   cfg.blockDimX = unsigned(g.threads);
   cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = unsigned(g.slot_bytes);
   cfg.hStream = stream;
   CUlaunchAttribute attr[1];
   attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
