@@ -137,65 +137,75 @@ __device__ __forceinline__ uint32_t amax8_bits(const uint32_t (&w)[kDType == 0 ?
   else return num::max_u32(half_bits<kDType>(m, 0), half_bits<kDType>(m, 1));
 }
 
-// E2M1 satfinite codes of two values given as a 16-bit float pair (low half -> bits 0-3, high
-// half -> bits 16-19), f16 or bf16 (kBf16), for values whose rounding to that format cannot
-// change their E2M1 code: products of a 16-bit input and a power of two (exact in f16 down to
-// 2^-14, in bf16 throughout; anything smaller is code 0 either way; overflow gives Inf, which
-// saturates to 6 like the fp32 value would). The rounding is the fp32 encoder's magic-number
-// addition (num::encode_e2m1_satfinite) on both halves at once: |h| is clamped to 6, and adding
-// 2^(M - 1) times its binade start b (M mantissa bits: 10 or 7) rounds it to nearest even on
-// E2M1's quantum there (0.5, 1 or 2); the addition is an FMA, b * 2^(M - 1) + |h| (the product
-// is exact, so it rounds once, as the addition did), which spares building 2^(M - 1) b from
-// bits. `sign` holds the sign bits (15 and 31) the codes take: the input's, so that a product
-// the hardware might flush keeps them.
+// E2M1 satfinite codes of eight values given as four 16-bit float pairs (pair k: value 2k in the
+// low half, 2k + 1 in the high half), f16 or bf16 (kBf16), packed as stored (nibble i = value i),
+// for values whose rounding to that format cannot change their E2M1 code: products of a 16-bit
+// input and a power of two (exact in f16 down to 2^-14, in bf16 throughout; anything smaller is
+// code 0 either way; overflow gives Inf, which saturates to 6 like the fp32 value would).
+// Magnitude: a = min(|h|, 6), and with B the integer at which the format's quantum is 1 (bf16 128,
+// f16 1024), code = min(RN(2a + B), RN(a + B + 2), RN(a / 2 + B + 4)) - B: each fused
+// multiply-add rounds a to E2M1's quantum in one binade (0.5 below 2, 1 below 4, 2 up to 6) and
+// maps it onto that binade's codes, ties to even as E2M1's mantissa; E2M1's code is a concave
+// piecewise-linear function of the value, so elsewhere each line lies on or above it and the
+// minimum is the code (tests/cpp/test_fast_paths.cpp checks the rule on every f16 and bf16 value).
+// The sums' low bytes are the codes (B's own low byte is 0), gathered by byte permutes; `sign`
+// holds the sign bits (15 and 31) the codes take: the input's, so that a product the hardware
+// might flush keeps them. The three lines run on the FMA pipe: the former binade-start
+// arithmetic kept the ALU pipe (half rate on sm_90) 82% busy in the FP4 rows kernels (ncu).
 template <bool kBf16>
-__device__ __forceinline__ uint32_t e2m1x2_from_half2(uint32_t h, uint32_t sign) {
-  constexpr int kM = kBf16 ? 7 : 10, kBias = kBf16 ? 127 : 15;  // mantissa bits, exponent bias
-  constexpr uint32_t kExp = (kBf16 ? 0xffu : 0x1fu) << kM;     // exponent field of a half
-  constexpr uint32_t kOne = uint32_t(kBias) << kM, kSix = (uint32_t(kBias + 2) << kM) | (1u << (kM - 1));
-  constexpr uint32_t kMagic = uint32_t(kM - 1) << kM;          // b -> 2^(M - 1) b, in exponent bits
-  constexpr uint32_t kHalfQuanta = uint32_t(kBias + kM - 1) << kM;  // 2^(M - 1) as a half
+__device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], const uint32_t (&sign)[4]) {
   auto pair = [](uint32_t x) { return x * 0x00010001u; };
-  uint32_t a, e, sum;
-  if constexpr (kBf16) {
-    asm("{.reg .b32 t;\n\tabs.bf16x2 t, %1;\n\tmin.bf16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(pair(kSix)));
-    asm("max.bf16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(pair(kOne)));  // binade start, at least 1
-  } else {
-    asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h), "r"(pair(kSix)));
-    asm("max.f16x2 %0, %1, %2;" : "=r"(e) : "r"(a), "r"(pair(kOne)));
+  // constants as 16-bit patterns: 6, then 2, 1, 0.5 and B, B + 2, B + 4
+  constexpr uint32_t kSix = kBf16 ? 0x40c0u : 0x4600u;
+  constexpr uint32_t kTwo = 0x4000u, kOne = kBf16 ? 0x3f80u : 0x3c00u, kHalf = kBf16 ? 0x3f00u : 0x3800u;
+  constexpr uint32_t kB = kBf16 ? 0x4300u : 0x6400u;  // 128 / 1024: the quantum there is 1
+  uint32_t k[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    uint32_t a, c1, c2, c3;
+    if constexpr (kBf16) {
+      asm("{.reg .b32 t;\n\tabs.bf16x2 t, %1;\n\tmin.bf16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB)));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + 2)));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + 4)));
+      asm("{.reg .b32 t;\n\tmin.bf16x2 t, %1, %2;\n\tmin.bf16x2 %0, t, %3;\n\t}" : "=r"(k[j]) : "r"(c1), "r"(c2), "r"(c3));
+    } else {
+      asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB)));
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + 2)));
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + 4)));
+      asm("{.reg .b32 t;\n\tmin.f16x2 t, %1, %2;\n\tmin.f16x2 %0, t, %3;\n\t}" : "=r"(k[j]) : "r"(c1), "r"(c2), "r"(c3));
+    }
   }
-  const uint32_t b = e & pair(kExp);  // the binade start's exponent bits per half
-  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(sum) : "r"(b), "r"(pair(kHalfQuanta)), "r"(a));
-  else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(sum) : "r"(b), "r"(pair(kHalfQuanta)), "r"(a));
-  // code = quanta above magic + the binade's first code 2 log2 b = sum - magic + (b >> (M - 1))
-  // - 2 bias per half; each half's result is a code (0..7), so no borrow crosses the halves.
-  const uint32_t code = sum - b - pair(kMagic + 2 * kBias) + (b >> (kM - 1));
-  return code | ((sign >> 12) & 0x00080008u);
-}
-
-// Eight FP4 codes from four pairs (pair k: value 2k in bits 0-3, value 2k + 1 in bits 16-19),
-// nibble i = value i. Two pairs at once: t = c0 + (c1 << 8) has values 0, 2 in bits 0-3, 8-11
-// and values 1, 3 in bits 16-19, 24-27, so t | (t >> 12) holds the bytes of both pairs in its
-// low 16 bits.
-__device__ __forceinline__ uint32_t pack_e2m1_pairs(const uint32_t (&c)[4]) {
-  const uint32_t t01 = c[0] + (c[1] << 8), t23 = c[2] + (c[3] << 8);
-  return __byte_perm(t01 | (t01 >> 12), t23 | (t23 >> 12), 0x5410);
+  // bytes 0 and 2 of k[j] are the codes of values 2j and 2j + 1: gather them as [0, 2, 1, 3] and
+  // [4, 6, 5, 7], add each value's sign (prmt with bit 3 set in a selector nibble replicates the
+  // selected byte's top bit: bytes 1 and 3 of sign[j] end in the signs of values 2j and 2j + 1),
+  // then the even values are the low nibbles and the odd ones the high nibbles
+  auto prmt = [](uint32_t x, uint32_t y, uint32_t sel) {
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(y), "r"(sel));
+    return d;
+  };
+  const uint32_t a = prmt(k[0], k[1], 0x6240u) | (prmt(sign[0], sign[1], 0xfbd9u) & 0x08080808u);
+  const uint32_t b = prmt(k[2], k[3], 0x6240u) | (prmt(sign[2], sign[3], 0xfbd9u) & 0x08080808u);
+  return prmt(a, b, 0x5410u) + (prmt(a, b, 0x7632u) << 4);
 }
 // The same with a block's multiplier: a NaN one (a NaN block) gives codes 0.
-__device__ __forceinline__ uint32_t pack_e2m1_pairs(const uint32_t (&c)[4], float m) {
-  const uint32_t w = pack_e2m1_pairs(c);
+template <bool kBf16>
+__device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], const uint32_t (&sign)[4], float m) {
+  const uint32_t w = e2m1x8_from_half2<kBf16>(h, sign);
   return num::is_nan(m) ? 0u : w;
 }
 
-// E2M1 satfinite codes of two fp32 values (lo -> bits 0-3, hi -> bits 16-19) through an f16
-// pair rounded to odd: converted toward zero, the last bit set where that was inexact. Rounding
+// f16 pair of two fp32 values (lo -> bits 0-15, hi -> bits 16-31) rounded to odd, for
+// e2m1x8_from_half2: converted toward zero, the last bit set where that was inexact. Rounding
 // to odd first keeps the information that rounding to nearest even needs when the intermediate
-// format has at least two more significand bits than the final one (f16: 11, E2M1: 2), so this
-// equals encode_e2m1_satfinite of each value. "Inexact" is read from the bits: in f16's normal
-// range the conversion drops exactly the low 13 fp32 fraction bits; outside it (below 2^-14,
-// above 65504) the code is 0 or 7 whatever the last bit. tests/cpp/test_fast_paths.cpp checks
-// all 2^32 non-NaN inputs through these steps. About 14 SASS instructions per pair.
-__device__ __forceinline__ uint32_t e2m1x2_from_f32(float lo, float hi) {
+// format has at least two more significand bits than the final one (f16: 11, E2M1: 2), so the
+// codes equal encode_e2m1_satfinite of each value. "Inexact" is read from the bits: in f16's
+// normal range the conversion drops exactly the low 13 fp32 fraction bits; outside it (below
+// 2^-14, above 65504) the code is 0 or 7 whatever the last bit. tests/cpp/test_fast_paths.cpp
+// checks all 2^32 non-NaN inputs through these steps.
+__device__ __forceinline__ uint32_t f16x2_round_odd(float lo, float hi) {
   uint32_t h;
   asm("cvt.rz.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(hi), "f"(lo));
   // setp + predicated or: ptxas turns the C form of this into selects and a longer chain
@@ -205,7 +215,7 @@ __device__ __forceinline__ uint32_t e2m1x2_from_f32(float lo, float hi) {
       "@pl or.b32 %0, %0, 1;\n\t@ph or.b32 %0, %0, 0x10000;\n\t}"
       : "+r"(h)
       : "r"(__float_as_uint(lo)), "r"(__float_as_uint(hi)));
-  return e2m1x2_from_half2<false>(h, h);
+  return h;
 }
 
 // Eight codes packed as stored: FP8 in x (elements 0-3) and y (4-7), byte i = element i; FP4 in
@@ -216,10 +226,10 @@ template <num::ElemFormat kElem>
 __device__ __forceinline__ uint2 encode8(const float (&p)[8]) {
   uint2 out;
   if constexpr (kElem == num::ElemFormat::e2m1) {
-    uint32_t c[4];
+    uint32_t h[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) c[k] = e2m1x2_from_f32(p[2 * k], p[2 * k + 1]);
-    out.x = pack_e2m1_pairs(c);
+    for (int k = 0; k < 4; ++k) h[k] = f16x2_round_odd(p[2 * k], p[2 * k + 1]);
+    out.x = e2m1x8_from_half2<false>(h, h);
     out.y = 0;
   } else {
     unsigned h[4];
@@ -242,14 +252,11 @@ __device__ __forceinline__ uint2 encode8(const float (&p)[8]) {
 
 // FP4 codes of 8 values with one power-of-two multiplier, through f16 pairs.
 __device__ __forceinline__ uint32_t quantize8_e2m1_pow2(const float (&v)[8], float m) {
-  uint32_t c[4];
+  uint32_t h[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    uint32_t h;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(num::mul_rn(v[2 * k + 1], m)), "f"(num::mul_rn(v[2 * k], m)));
-    c[k] = e2m1x2_from_half2<false>(h, h);
-  }
-  return pack_e2m1_pairs(c, m);
+  for (int k = 0; k < 4; ++k)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[k]) : "f"(num::mul_rn(v[2 * k + 1], m)), "f"(num::mul_rn(v[2 * k], m)));
+  return e2m1x8_from_half2<false>(h, h, m);
 }
 
 // The same for 8 bf16 values (4 words as loaded) without widening to fp32: x * m is exact in
@@ -257,14 +264,10 @@ __device__ __forceinline__ uint32_t quantize8_e2m1_pow2(const float (&v)[8], flo
 // quantize8_e2m1_pow2 of the widened values.
 __device__ __forceinline__ uint32_t quantize8_e2m1_pow2_bf16(const uint32_t (&w)[4], float m) {
   const uint32_t m2 = (__float_as_uint(m) >> 16) * 0x00010001u;
-  uint32_t c[4];
+  uint32_t h[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    uint32_t h;
-    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h) : "r"(w[k]), "r"(m2));
-    c[k] = e2m1x2_from_half2<true>(h, w[k]);
-  }
-  return pack_e2m1_pairs(c, m);
+  for (int k = 0; k < 4; ++k) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h[k]) : "r"(w[k]), "r"(m2));
+  return e2m1x8_from_half2<true>(h, w, m);
 }
 
 // quantize_element of eight values with one multiplier (a NaN multiplier marks a NaN block).

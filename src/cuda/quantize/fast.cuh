@@ -452,7 +452,7 @@ struct FastTile {
   using ColSpread = Spread<8, C::kRL, C::kCL>;
 
   // Eight codes with one multiplier. FP4 from a 16-bit input with a power-of-two multiplier (MX,
-  // pow2 block scales) rounds two values per instruction in f16 or bf16 (e2m1x2_from_half2).
+  // pow2 block scales) rounds two values per instruction in f16 or bf16 (e2m1x8_from_half2).
   __device__ static uint2 codes8(const float (&v)[8], float m, const num::ScaleRule& rule) {
     if constexpr (kFp4 && C::kDType != 0 && (C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block)) {
       if (C::kScheme == num::Scheme::mx || rule.pow2) return {quantize8_e2m1_pow2(v, m), 0u};
