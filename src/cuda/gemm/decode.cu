@@ -22,6 +22,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -373,18 +374,32 @@ bool gemm_decode_takes(const GemmParams& p) {
 }
 
 void decode_resident_clusters(int device, int64_t (&out)[2][4]) {
+  // Kept once both queries have answered; a failure (zeros: the plan then uses its model) is
+  // asked again on the next call instead of being kept for the life of the process.
   struct Entry {
-    std::once_flag once;
+    std::mutex mu;
+    std::atomic<bool> known{false};
     int64_t at[2][4] = {};
   };
   static Entry entries[64];
   Entry& e = entries[device & 63];
-  std::call_once(e.once, [&] {
-    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    static_assert(decode_ctas_per_sm(128) == 2 && decode_ctas_per_sm(64) == 3, "the two occupancies");
-    query_resident<32, 128>(device, e.at[0]);
-    query_resident<32, 64>(device, e.at[1]);
-  });
+  if (!e.known.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (!e.known.load(std::memory_order_relaxed)) {
+      RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
+      static_assert(decode_ctas_per_sm(128) == 2 && decode_ctas_per_sm(64) == 3, "the two occupancies");
+      int64_t at[2][4] = {};
+      query_resident<32, 128>(device, at[0]);
+      query_resident<32, 64>(device, at[1]);
+      if (at[0][0] > 0 && at[1][0] > 0) {
+        std::memcpy(e.at, at, sizeof at);
+        e.known.store(true, std::memory_order_release);
+      } else {
+        std::memcpy(out, at, sizeof at);
+        return;
+      }
+    }
+  }
   std::memcpy(out, e.at, sizeof e.at);
 }
 
