@@ -142,38 +142,39 @@ __device__ __forceinline__ uint32_t amax8_bits(const uint32_t (&w)[kDType == 0 ?
 // for values whose rounding to that format cannot change their E2M1 code: products of a 16-bit
 // input and a power of two (exact in f16 down to 2^-14, in bf16 throughout; anything smaller is
 // code 0 either way; overflow gives Inf, which saturates to 6 like the fp32 value would).
-// Magnitude: a = min(|h|, 6), and with B the integer at which the format's quantum is 1 (bf16 128,
-// f16 1024), code = min(RN(2a + B), RN(a + B + 2), RN(a / 2 + B + 4)) - B: each fused
-// multiply-add rounds a to E2M1's quantum in one binade (0.5 below 2, 1 below 4, 2 up to 6) and
-// maps it onto that binade's codes, ties to even as E2M1's mantissa; E2M1's code is a concave
-// piecewise-linear function of the value, so elsewhere each line lies on or above it and the
-// minimum is the code (tests/cpp/test_fast_paths.cpp checks the rule on every f16 and bf16 value).
+// Magnitude: num::kE2M1Lines' rule, a = min(|h|, 6) and the minimum of three lines, each one
+// fused multiply-add onto B + offset, where B is the integer at which the format's quantum is 1
+// (bf16 128, f16 1024; even, so the sum rounds to B + the line's rint): code = min(sums) - B.
 // The sums' low bytes are the codes (B's own low byte is 0), gathered by byte permutes; `sign`
 // holds the sign bits (15 and 31) the codes take: the input's, so that a product the hardware
-// might flush keeps them. The three lines run on the FMA pipe: the former binade-start
-// arithmetic kept the ALU pipe (half rate on sm_90) 82% busy in the FP4 rows kernels (ncu).
+// might flush keeps them. The lines run on the FMA pipe: the former binade-start arithmetic
+// kept the ALU pipe (half rate on sm_90) 82% busy in the FP4 rows kernels (ncu).
 template <bool kBf16>
 __device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], const uint32_t (&sign)[4]) {
   auto pair = [](uint32_t x) { return x * 0x00010001u; };
-  // constants as 16-bit patterns: 6, then 2, 1, 0.5 and B, B + 2, B + 4
-  constexpr uint32_t kSix = kBf16 ? 0x40c0u : 0x4600u;
-  constexpr uint32_t kTwo = 0x4000u, kOne = kBf16 ? 0x3f80u : 0x3c00u, kHalf = kBf16 ? 0x3f00u : 0x3800u;
-  constexpr uint32_t kB = kBf16 ? 0x4300u : 0x6400u;  // 128 / 1024: the quantum there is 1
+  constexpr int kM = kBf16 ? 7 : 10, kBias = kBf16 ? 127 : 15;  // mantissa bits, exponent bias
+  // 16-bit patterns of 2^e, of 6 (E2M1's largest value), and of B = 2^M, where the quantum is 1
+  constexpr auto pow2 = [](int e) { return uint32_t(kBias + e) << kM; };
+  constexpr uint32_t kSix = pow2(2) | (1u << (kM - 1)), kB = pow2(kM);
+  constexpr num::E2M1Line l0 = num::kE2M1Lines[0], l1 = num::kE2M1Lines[1], l2 = num::kE2M1Lines[2];
+  constexpr uint32_t kTwo = pow2(l0.slope_log2), kOne = pow2(l1.slope_log2), kHalf = pow2(l2.slope_log2);
+  static_assert(kB % 256 == 0 && l0.offset % 2 == 0 && l1.offset % 2 == 0 && l2.offset % 2 == 0,
+                "B + offset is even (rounding keeps the line's ties) and the sums' low bytes are the codes");
   uint32_t k[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     uint32_t a, c1, c2, c3;
     if constexpr (kBf16) {
       asm("{.reg .b32 t;\n\tabs.bf16x2 t, %1;\n\tmin.bf16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB)));
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + 2)));
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + 4)));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB + l0.offset)));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + l1.offset)));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + l2.offset)));
       asm("{.reg .b32 t;\n\tmin.bf16x2 t, %1, %2;\n\tmin.bf16x2 %0, t, %3;\n\t}" : "=r"(k[j]) : "r"(c1), "r"(c2), "r"(c3));
     } else {
       asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB)));
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + 2)));
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + 4)));
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB + l0.offset)));
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + l1.offset)));
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + l2.offset)));
       asm("{.reg .b32 t;\n\tmin.f16x2 t, %1, %2;\n\tmin.f16x2 %0, t, %3;\n\t}" : "=r"(k[j]) : "r"(c1), "r"(c2), "r"(c3));
     }
   }

@@ -116,18 +116,20 @@ TEST(FastPaths, E2M1ThroughF16RoundedToOddMatchesForAllFp32) {
   EXPECT_EQ(s.count[2], 0u) << "the GPU's inexact test (low 13 fraction bits) mismatched";
 }
 
-// The GPU's FP4 magnitude rule (common.cuh e2m1x8_from_half2): with a = min(|x|, 6), the code is
-// min(rint(2a), rint(a) + 2, rint(a / 2) + 4), rint rounding to nearest even. The kernels compute
-// each line as one fused multiply-add onto B = 128 (bf16) or 1024 (f16), where the format's
-// quantum is 1 and B is even, so the sum rounds to B + the line's value; here the lines are
-// evaluated in double, where they are exact. Every non-NaN fp32 value must give the magnitude of
-// its code, and the rule without its third line (the binade from 4 to 6) must not.
+// The GPU's FP4 magnitude rule (num::kE2M1Lines, which common.cuh e2m1x8_from_half2 computes as
+// one fused multiply-add per line onto an even integer where the quantum is 1): with
+// a = min(|x|, 6), the code is the minimum over the lines of rint(2^slope_log2 * a) + offset,
+// evaluated here in double, where it is exact. Every non-NaN fp32 value must give the magnitude
+// of its code, and the rule without its last line (the binade from 4 to 6) must not.
 TEST(FastPaths, E2M1MinimumOfThreeLinesMatchesForAllFp32) {
   const Sweep s = sweep_all_fp32([](float x) {
     const double a = std::min(std::fabs(double(x)), 6.0);
-    const double two = std::nearbyint(2 * a), one = std::nearbyint(a) + 2, half = std::nearbyint(a / 2) + 4;
+    double line[3];
+    for (int k = 0; k < 3; ++k)
+      line[k] = std::nearbyint(std::ldexp(a, mxq::num::kE2M1Lines[k].slope_log2)) + mxq::num::kE2M1Lines[k].offset;
     const unsigned want = mxq::num::encode_e2m1_satfinite(x) & 7u;
-    return unsigned(unsigned(std::min({two, one, half})) != want) | (unsigned(unsigned(std::min(two, one)) != want) << 1);
+    return unsigned(unsigned(std::min({line[0], line[1], line[2]})) != want) |
+           (unsigned(unsigned(std::min(line[0], line[1])) != want) << 1);
   });
   EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
   EXPECT_GT(s.count[1], 0u) << "two lines alone should have mismatched above 4";

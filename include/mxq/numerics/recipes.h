@@ -35,6 +35,18 @@ MXQ_HD uint8_t encode_e2m1_satfinite(float x) {
   return uint8_t(code | ((float_bits(x) >> 28) & 0x8u));
 }
 
+// E2M1 magnitude codes as the minimum of three lines, the form the GPU's FP4 encoder computes
+// (cuda/common.cuh e2m1x8_from_half2, one fused multiply-add per line): with a = min(|x|, 6),
+// code = min over the lines of rint(2^slope_log2 * a) + offset, rint rounding to nearest even.
+// Line k rounds a to E2M1's quantum in one binade (0.5 below 2, 1 below 4, 2 up to 6) and maps
+// it onto that binade's codes; E2M1's code is a concave piecewise-linear function of the value,
+// so elsewhere each line lies on or above it (tests/cpp/test_fast_paths.cpp checks the rule
+// against encode_e2m1_satfinite on all 2^32 fp32 values).
+struct E2M1Line {
+  int slope_log2, offset;
+};
+inline constexpr E2M1Line kE2M1Lines[3] = {{1, 0}, {0, 2}, {-1, 4}};
+
 // encode(x, f, satfinite) for non-NaN x, through the conversion instruction where there is one.
 MXQ_HD uint8_t encode_satfinite_finite(float x, ElemFormat f) {
   if (f == ElemFormat::e2m1) return encode_e2m1_satfinite(x);

@@ -853,6 +853,7 @@ struct PlainLoad {
 template <class C>
 struct AsyncLoad {
   static constexpr int kPieces = C::kW / 4;  // 16-byte pieces per row of 8 elements
+  static_assert(C::kGeo.slot_bytes == C::kThreads * C::kR * kPieces * 16, "the launchers' size is these slots");
   uint32_t w[C::kR][C::kW];
   __device__ static uint4* slots() {
     extern __shared__ __align__(16) uint4 fast_slots[];
