@@ -78,9 +78,13 @@ __device__ __forceinline__ void regs_claim() {
 // TMA's CU_TENSOR_MAP_SWIZZLE_128B writes: 8-row groups 1024 bytes apart (stride byte offset),
 // leading byte offset unused, layout type 1 (bits 62-63). `p` is the first byte of the K step
 // inside a 1024-byte aligned tile; the hardware applies the swizzle from the address bits.
+// desc_k_major_sw128_at takes the address in 16-byte units (a shared-memory address is below
+// 2^18, so it fits the 14-bit field): kernels step through stages and K steps by adding to it.
+__device__ __forceinline__ uint64_t desc_k_major_sw128_at(uint32_t addr16) {
+  return uint64_t(addr16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
 __device__ __forceinline__ uint64_t desc_k_major_sw128(const void* p) {
-  const uint64_t addr = smem_addr(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  return desc_k_major_sw128_at((smem_addr(p) & 0x3FFFF) >> 4);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

@@ -57,17 +57,21 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
                                          int64_t row0, int64_t col0) {
   constexpr int kCols = 256 / sizeof(T), kPasses = 128 / kCols;  // columns per pass
   const int warp = tid / 32, lane = tid % 32, fr = warp * 16 + lane / 4, fc = 2 * (lane % 4);
+  const bool plain = !p.c && !p.bias;
   const bool vec = (reinterpret_cast<unsigned long long>(p.d) % 16 == 0) && (p.d_stride * int64_t(sizeof(T))) % 16 == 0;
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
     sync_consumer(c);  // the previous pass (or tile) has been read out
+    // The fragment: alpha * sum, plus C and bias through finish() (element-wise, with the bounds
+    // checks their loads need) where the call has them.
 #pragma unroll
     for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = fr + 8 * h, cl = 8 * j + fc;
-        const float v0 = finish(p, acc[4 * j + 2 * h], row0 + r, col0 + cl);
-        const float v1 = finish(p, acc[4 * j + 2 * h + 1], row0 + r, col0 + cl + 1);
+        float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+        v0 = plain ? p.alpha * v0 : finish(p, v0, row0 + r, col0 + cl);
+        v1 = plain ? p.alpha * v1 : finish(p, v1, row0 + r, col0 + cl + 1);
         uint8_t* at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
         if constexpr (sizeof(T) == 2)
           *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
@@ -114,7 +118,9 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
 
   const int64_t m_blocks = ceil_div(p.m, kBM), n_blocks = ceil_div(p.n, kBN), k_blocks = ceil_div(p.k, kBK);
   const int64_t tiles = m_blocks * n_blocks;
-  const int wg = threadIdx.x / 128;
+  // The warpgroup index through a shuffle, so that the compiler knows it is warp-uniform and keeps
+  // what derives from it (the consumer's descriptors) in uniform registers.
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
@@ -130,12 +136,11 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     tma_prefetch_map(&map_a);
     tma_prefetch_map(&map_b);
     tma_prefetch_map(&map_sa);
-    uint32_t it = 0;
+    uint32_t s = 0, phase = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       int64_t mb, nb;
       wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
-      for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
-        const uint32_t s = it % kStages, phase = (it / kStages) & 1;
+      for (int64_t kb = 0; kb < k_blocks; ++kb) {
         const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
         mbar_wait(&empty[s], phase ^ 1);
         scales_b[s] = sb;  // published by the arrive below (release), read after the consumers' wait
@@ -143,6 +148,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
         tma_load_2d(tiles_a + s * kTileA, &map_a, &full[s], int32_t(kb * kBK), int32_t(mb * kBM));
         tma_load_2d(tiles_b + s * kTileB, &map_b, &full[s], int32_t(kb * kBK), int32_t(nb * kBN));
         tma_load_2d(scales_a + s * kBM, &map_sa, &full[s], int32_t(mb * kBM), int32_t(kb));
+        if (++s == kStages) s = 0, phase ^= 1;
       }
     }
     return;
@@ -152,57 +158,68 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   regs_claim<kConsumerRegs>();
   const int c = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int row_in_tile = c * 64 + warp * 16 + lane / 4;  // and + 8
+  // Stage 0's descriptors of this consumer's 64 rows of A and of B, in 16-byte units: stage s and
+  // K step j add s * tile / 16 and 32 j / 16.
+  const uint32_t a16 = (smem_addr(tiles_a) + c * 64 * kBK) >> 4, b16 = smem_addr(tiles_b) >> 4;
   float acc[64], part0[64], part1[64];
-  uint32_t it = 0;
+  uint32_t s = 0, phase = 0;
+  auto mma = [&](float(&d)[64], uint32_t stage, int step, bool accumulate) {
+    wgmma_m64n128k32_e4m3(d, desc_k_major_sw128_at(a16 + stage * (kTileA >> 4) + step * 2),
+                          desc_k_major_sw128_at(b16 + stage * (kTileB >> 4) + step * 2), accumulate);
+  };
+  // The stage's decode scales of the thread's rows r and r + 8. Lane 0 reads B's scale and is the
+  // lane that releases the stage (mbarrier.arrive releases the arriving thread's own accesses),
+  // then shares it: no other lane touches scales_b.
+  auto read_scales = [&](uint32_t stage, float& s0, float& s1) {
+    float sb = 0.0f;
+    if (lane == 0) sb = scales_b[stage];
+    sb = __shfl_sync(0xffffffffu, sb, 0);
+    s0 = scales_a[stage * kBM + row_in_tile] * sb;
+    s1 = scales_a[stage * kBM + row_in_tile + 8] * sb;
+  };
+  auto release = [&](uint32_t stage) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[stage]);
+  };
+  auto next_stage = [&] {
+    if (++s == kStages) s = 0, phase ^= 1;
+  };
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     int64_t mb, nb;
     wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
-      const uint32_t s = it % kStages, phase = (it / kStages) & 1;
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
       mbar_wait(&full[s], phase);
-      // Lane 0 reads B's scale and is the lane that releases the stage (mbarrier.arrive releases
-      // the arriving thread's own accesses), then shares it: no other lane touches scales_b.
-      float sb = 0.0f;
-      if (lane == 0) sb = scales_b[s];
-      sb = __shfl_sync(0xffffffffu, sb, 0);
-      const float s0 = scales_a[s * kBM + row_in_tile] * sb, s1 = scales_a[s * kBM + row_in_tile + 8] * sb;
-      const uint8_t* a = tiles_a + s * kTileA + c * 64 * kBK;
-      const uint8_t* b = tiles_b + s * kTileB;
-      auto mma = [&](float(&d)[64], int step, bool accumulate) {
-        wgmma_m64n128k32_e4m3(d, desc_k_major_sw128(a + step * 32), desc_k_major_sw128(b + step * 32), accumulate);
-      };
-      auto release = [&] {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
-      };
       // The block's 4 / kGroup runs, alternating between two sets of run accumulators: run g is
       // issued, then run g - 1 (complete after wait<1>) is promoted while g is in flight; the
       // last run is promoted once the stage is released. A run's accumulators are rewritten
       // only after their promotion, behind a wgmma fence.
       constexpr int kRuns = 4 / kGroup;
       auto issue = [&](float(&d)[64], int run) {
+        if (run != 1) wgmma_fence();  // run 1's accumulators were last touched before run 0's fence
 #pragma unroll
-        for (int step = run * kGroup; step < (run + 1) * kGroup; ++step) mma(d, step, step > run * kGroup);
+        for (int step = run * kGroup; step < (run + 1) * kGroup; ++step) mma(d, s, step, step > run * kGroup);
         wgmma_commit();
       };
-      wgmma_fence();
       issue(part0, 0);
+      float s0, s1;
+      read_scales(s, s0, s1);  // while the first run is in flight
 #pragma unroll
       for (int run = 1; run < kRuns; ++run) {
-        if (run >= 2) wgmma_fence();
         issue(run % 2 ? part1 : part0, run);
         wgmma_wait<1>();
         promote(acc, run % 2 ? part0 : part1, s0, s1);
       }
       wgmma_wait<0>();
-      release();
+      release(s);
       promote(acc, kRuns % 2 ? part0 : part1, s0, s1);
+      next_stage();
     }
     uint8_t* out = outs + c * kOutBytes;
-    if (p.d_bf16) epilogue<uint16_t>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
-    else epilogue<float>(p, acc, out, c, tid, mb * kBM + c * 64, nb * kBN);
+    const int64_t row0 = mb * kBM + c * 64, col0 = nb * kBN;
+    if (p.d_bf16) epilogue<uint16_t>(p, acc, out, c, tid, row0, col0);
+    else epilogue<float>(p, acc, out, c, tid, row0, col0);
   }
 }
 
