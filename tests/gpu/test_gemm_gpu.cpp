@@ -163,7 +163,7 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
 }
 
 // The epilogue: D = alpha * A . B^T + C + bias with a power-of-two alpha and integer C and bias
-// is exact; D with a row stride that is not a multiple of 16 bytes takes the element stores,
+// is exact, and so is D = alpha * A . B^T (the wgmma kernel's separate path without C and bias); D with a row stride that is not a multiple of 16 bytes takes the element stores,
 // and the columns past N in each padded row must stay untouched.
 TEST(GpuGemm, EpilogueAlphaCBiasExact) {
   REQUIRE_GPU();
@@ -185,35 +185,42 @@ TEST(GpuGemm, EpilogueAlphaCBiasExact) {
   cd.upload(c.data());
   bd.upload(bias.data());
   const TensorView cv = TensorView::matrix(cd.data(), DType::float32, m, n, -1, kGpu);
-  for (int64_t stride : {n, n + 3}) {
-    DeviceBuffer d(kGpu, m * stride * 4);
-    d.fill(0xcd);
-    GemmOptions o;
-    o.backend = Backend::cuda_aot;
-    o.alpha = 0.5f;
-    o.c = &cv;
-    o.bias = static_cast<const float*>(bd.data());
-    gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), DType::float32, m, n, stride, kGpu), o);
-    const std::string ran = last_dispatch().kernel;
-    EXPECT_NE(ran.find("wgmma 128x128"), std::string::npos) << ran;
-    runtime::device_synchronize(kGpu);
-    std::vector<uint32_t> got(size_t(m * stride));
-    d.download(got.data());
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < stride; ++j) {
-        const uint32_t g = got[size_t(i * stride + j)];
-        if (j >= n) {
-          ASSERT_EQ(g, 0xcdcdcdcdu) << "stride " << stride << ": padding written at (" << i << ", " << j << ")";
-          continue;
-        }
-        int64_t exact = 0;
-        for (int64_t t = 0; t < k; ++t) exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
-        const float want = 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)];
-        float gf;
-        std::memcpy(&gf, &g, 4);
-        ASSERT_EQ(gf, want) << "stride " << stride << " at (" << i << ", " << j << ") ran " << ran;
+  // with C and bias, and alpha alone (the epilogue's path without loads)
+  for (const bool with_c_bias : {true, false})
+    for (int64_t stride : {n, n + 3}) {
+      DeviceBuffer d(kGpu, m * stride * 4);
+      d.fill(0xcd);
+      GemmOptions o;
+      o.backend = Backend::cuda_aot;
+      o.alpha = 0.5f;
+      if (with_c_bias) {
+        o.c = &cv;
+        o.bias = static_cast<const float*>(bd.data());
       }
-  }
+      gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), DType::float32, m, n, stride, kGpu), o);
+      const std::string ran = last_dispatch().kernel;
+      EXPECT_NE(ran.find("wgmma 128x128"), std::string::npos) << ran;
+      runtime::device_synchronize(kGpu);
+      std::vector<uint32_t> got(size_t(m * stride));
+      d.download(got.data());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < stride; ++j) {
+          const uint32_t g = got[size_t(i * stride + j)];
+          if (j >= n) {
+            ASSERT_EQ(g, 0xcdcdcdcdu) << "stride " << stride << ": padding written at (" << i << ", " << j << ")";
+            continue;
+          }
+          int64_t exact = 0;
+          for (int64_t t = 0; t < k; ++t)
+            exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
+          const float want =
+              with_c_bias ? 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * float(exact);
+          float gf;
+          std::memcpy(&gf, &g, 4);
+          ASSERT_EQ(gf, want) << (with_c_bias ? "C and bias" : "alpha alone") << ", stride " << stride << " at (" << i
+                              << ", " << j << ") ran " << ran;
+        }
+    }
 }
 
 // Random data with outliers against the CPU reference (fp64 on the same quantized bytes):

@@ -43,8 +43,9 @@ struct GemmParams {
 
 // D[m, n] from the fp32 dot product: alpha * sum (+ C[m, n]) (+ bias[n]), stored as bf16 (round
 // to nearest even) or fp32. Every CUDA GEMM kernel's epilogue.
+MXQ_HD float gemm_scaled(const GemmParams& p, float sum) { return p.alpha * sum; }  // without C and bias
 MXQ_HD float gemm_output(const GemmParams& p, float sum, int64_t m, int64_t n) {
-  float out = p.alpha * sum;
+  float out = gemm_scaled(p, sum);
   if (p.c) out += p.c[m * p.c_stride + n];
   if (p.bias) out += p.bias[n];
   return out;

@@ -42,8 +42,10 @@ __device__ __forceinline__ void sync_consumer(int c) {  // named barrier of one 
   asm volatile("bar.sync %0, 128;" ::"r"(c + 1) : "memory");
 }
 
+// gemm_output with the bounds checks the epilogue's loads of C and bias need (its fragment covers
+// the whole tile; values outside the matrix are not stored).
 __device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t row, int64_t col) {
-  float out = p.alpha * v;
+  float out = gemm_scaled(p, v);
   if (p.c && row < p.m && col < p.n) out += p.c[row * p.c_stride + col];
   if (p.bias && col < p.n) out += p.bias[col];
   return out;
@@ -70,8 +72,8 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
       for (int h = 0; h < 2; ++h) {
         const int r = fr + 8 * h, cl = 8 * j + fc;
         float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-        v0 = plain ? p.alpha * v0 : finish(p, v0, row0 + r, col0 + cl);
-        v1 = plain ? p.alpha * v1 : finish(p, v1, row0 + r, col0 + cl + 1);
+        v0 = plain ? gemm_scaled(p, v0) : finish(p, v0, row0 + r, col0 + cl);
+        v1 = plain ? gemm_scaled(p, v1) : finish(p, v1, row0 + r, col0 + cl + 1);
         uint8_t* at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
         if constexpr (sizeof(T) == 2)
           *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
