@@ -97,8 +97,11 @@ uint64_t jit_cache_clear();  // entries removed from disk
 
 // Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
 // dtype; an entry "RECIPE+ACT", "RECIPE+dACT", "RECIPE+dbias" (or several, "mxfp8+dgelu+dbias")
-// names a fused kernel, for compute capability `arch` (0: the current device's, 90 without one), on `threads`
-// workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at start-up.
+// names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128]" the GEMM's TMA + wgmma kernel
+// specialised on N and K (what Backend::cuda_jit runs for such a call; promote_k defaults to
+// GemmOptions'), for compute capability `arch` (0: the current device's, 90 without one), on
+// `threads` workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at
+// start-up.
 struct JitWarmupResult {
   int configs = 0;                    // kernels now cached
   std::vector<std::string> failures;  // "config: message"

@@ -38,6 +38,14 @@ struct Input {
   }
 };
 
+// n normal values, about one in 97 of them 30x larger (outliers).
+std::vector<float> outliers(std::mt19937& rng, int64_t n) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = nd(rng) * (rng() % 97 == 0 ? 30.0f : 1.0f);
+  return v;
+}
+
 // Quantizes on the GPU (the operand a GEMM call gets from quantize()).
 QuantizedBuffers quantized(const char* recipe, Input& x, int64_t rows, int64_t cols) {
   QuantizedBuffers q(Recipe::parse(recipe), rows, cols, kGpu);
@@ -111,6 +119,9 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, blk, 300, 136, 48, Backend::cuda_aot, "wgmma 128x128"},
                         Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "wgmma 128x128"},
                         Case{tma, blk, 2100, 2200, 512, Backend::cuda_aot, "wgmma 128x128"},
+                        // the same kernel specialised on N and K by the JIT
+                        Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "specialised N=300 K=1120"},
+                        Case{tma, blk, 300, 136, 48, Backend::cuda_jit, "specialised N=136 K=48"},
                         Case{row, blk, 129, 200, 1024, Backend::cuda_aot, "generic"},
                         Case{packed, blk, 7, 130, 896, Backend::cuda_aot, "decode"},
                         Case{row, row, 64, 200, 1024, Backend::cuda_aot, "decode"},
@@ -252,13 +263,7 @@ TEST(GpuGemm, RandomAgainstReference) {
       for (auto [be, pk] : {std::pair{Backend::automatic, 32}, std::pair{Backend::cuda_aot, 32},
                             std::pair{Backend::cuda_aot, 128}}) {
         std::mt19937 rng(uint32_t(c.m + c.n + c.k));
-        std::normal_distribution<float> nd(0.0f, 1.0f);
-        auto make = [&](int64_t rows) {
-          std::vector<float> v(size_t(rows * c.k));
-          for (auto& x : v) x = nd(rng) * (rng() % 97 == 0 ? 30.0f : 1.0f);
-          return v;
-        };
-        Input xa(c.m, c.k, make(c.m)), xb(c.n, c.k, make(c.n));
+        Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
         QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
         std::string ran;
         const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, be, &ran, pk);
@@ -288,6 +293,40 @@ TEST(GpuGemm, RandomAgainstReference) {
       "gemm cases: %d (largest fp32 relative error: cuBLASLt %.2e, decode %.2e, wgmma promote-k 32 %.2e, "
       "promote-k 128 %.2e, generic %.2e)\n",
       cases, worst[0], worst[1], worst[2], worst[4], worst[3]);
+}
+
+// The JIT's specialisation of the wgmma kernel on N and K computes what the AOT kernel does, bit
+// for bit (the same code with constants), with no fallback (strict mode), for bf16 and fp32 D,
+// both promotion intervals, tails in M, N and K, and several tiles per CTA.
+TEST(GpuGemm, JitSpecialisedEqualsAot) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t m, n, k;
+  };
+  struct Strict {  // around the GEMM calls only, and off again whatever happens
+    Strict() { set_strict(true); }
+    ~Strict() { set_strict(false); }
+  };
+  for (const Case& c : {Case{4096, 2112, 1536}, Case{129, 300, 7168}, Case{1000, 700, 1120}}) {
+    std::mt19937 rng(uint32_t(c.m * 7 + c.k));
+    Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
+    QuantizedBuffers qa = quantized("fp8_block_1x128:layout=mn_major_tma", xa, c.m, c.k),
+                     qb = quantized("fp8_block_128x128", xb, c.n, c.k);
+    for (DType dt : {DType::float32, DType::bfloat16})
+      for (int pk : {32, 128}) {
+        std::string aot, jit;
+        Strict strict;
+        const std::vector<float> want = run_gemm(qa, qb, c.m, c.n, dt, Backend::cuda_aot, &aot, pk);
+        const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, Backend::cuda_jit, &jit, pk);
+        const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
+                                  dtype_name(dt) + " promote-k " + std::to_string(pk) + ": " + aot + " / " + jit;
+        EXPECT_EQ(jit, "cuda-jit wgmma 128x128 TMA warp-specialized, promote-k " + std::to_string(pk) +
+                           ", specialised N=" + std::to_string(c.n) + " K=" + std::to_string(c.k))
+            << where;
+        EXPECT_EQ(aot.rfind("cuda-aot wgmma 128x128", 0), 0u) << where;
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
+      }
+  }
 }
 
 // The plan's cluster residency (ArchDesc::resident_clusters, which decode_cluster sizes the decode
@@ -370,9 +409,16 @@ TEST(GpuGemm, BackendSelection) {
   set_strict(true);
   EXPECT_THROW(run_gemm(a7odd, bodd, 7, 256, DType::bfloat16, Backend::automatic), Error);
   EXPECT_NO_THROW(run_gemm(a7, b, 7, 256, DType::bfloat16, Backend::automatic));
+  // cuda-jit: the wgmma kernel specialised on N and K; calls it does not take fall back, saying so
+  EXPECT_NO_THROW(run_gemm(a128, b, 128, 256, DType::float32, Backend::cuda_jit, &ran));
+  EXPECT_EQ(ran, "cuda-jit wgmma 128x128 TMA warp-specialized, promote-k 32, specialised N=256 K=512");
+  EXPECT_EQ(last_dispatch().fallback, "");
+  EXPECT_THROW(run_gemm(a7, b, 7, 256, DType::float32, Backend::cuda_jit), Error);
   set_strict(false);
-  run_gemm(a128, b, 128, 256, DType::float32, Backend::cuda_jit, &ran);
-  EXPECT_EQ(ran, "cuda-aot wgmma 128x128 TMA warp-specialized, promote-k 32");
+  run_gemm(a7, b, 7, 256, DType::float32, Backend::cuda_jit, &ran);
+  EXPECT_EQ(ran, "cuda-aot swap-AB decode, mma.sync");
+  EXPECT_NE(last_dispatch().fallback.find("the JIT specialises the TMA + wgmma kernel only"), std::string::npos)
+      << last_dispatch().fallback;
   run_gemm(a7, b, 7, 256, DType::float32, Backend::cublaslt, &ran);  // cuBLASLt cannot: our decode kernel
   EXPECT_EQ(ran, "cuda-aot swap-AB decode, mma.sync");
   EXPECT_NE(last_dispatch().fallback.find("M % 4 == 0 (M=7)"), std::string::npos) << last_dispatch().fallback;

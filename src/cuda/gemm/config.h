@@ -12,16 +12,20 @@ namespace mxq::gemm_config {
 constexpr int kWgmmaBM = 128, kWgmmaBN = 128, kWgmmaBK = 128;
 constexpr int kWgmmaConsumers = 2;
 constexpr int kWgmmaThreads = 128 * (1 + kWgmmaConsumers);
+// Five stages: on the H200, 4 and 6 ran ~13% slower and 3 ~2% slower (session 14, bench/RESULTS.md;
+// the cause of the even counts' loss is not known: interleaving A and B per stage did not change it).
 constexpr int kWgmmaStages = 5;
 // Per stage: the A and B tiles and A's 128 scales (what TMA writes), and B's one scale.
 constexpr uint32_t kWgmmaTileA = kWgmmaBM * kWgmmaBK, kWgmmaTileB = kWgmmaBN * kWgmmaBK;
 constexpr uint32_t kWgmmaTileScaleA = kWgmmaBM * 4;
 constexpr uint32_t kWgmmaStageBytes = kWgmmaTileA + kWgmmaTileB + kWgmmaTileScaleA;
-// The epilogue stages each consumer's 64 x 128 results (64 columns at a time for fp32 D), rows
-// padded by 16 bytes so that the fragment writes hit 32 different banks.
-constexpr uint32_t kWgmmaOutRow = 256 + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
+// The epilogue stages each consumer's 64 x 128 results 128 bytes of a row at a time (64 columns
+// of bf16 D, 32 of fp32), rows padded by 16 bytes so that the fragment writes hit 32 different
+// banks. (Narrower than a row: measured faster, session 14.)
+constexpr uint32_t kWgmmaOutData = 128, kWgmmaOutRow = kWgmmaOutData + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
 constexpr int64_t kWgmmaSmemBytes = int64_t(kWgmmaStages) * (kWgmmaStageBytes + 4) +
                                     kWgmmaConsumers * kWgmmaOutBytes + 2 * kWgmmaStages * 8 + 1024;
+static_assert(kWgmmaSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
 
 // The persistent order of the wgmma kernel's tiles: bands of kWgmmaBandN N blocks, M fastest
 // inside a band, so that the CTAs running at once share A rows and B columns in L2. Tile t ->

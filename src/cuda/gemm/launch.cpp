@@ -16,6 +16,7 @@
 #include "mxq/error.hpp"
 #include "mxq/gemm_plan.hpp"
 #include "runtime/backends.hpp"
+#include "runtime/jit/kernels.hpp"
 #include "runtime/settings.hpp"
 
 #if MXQ_HAVE_CUBLASLT
@@ -151,6 +152,11 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
 }
 #endif
 
+// What last_dispatch().kernel says of the TMA + wgmma kernel (the JIT's adds its specialisation).
+std::string wgmma_kernel_text(int promote_k) {
+  return "wgmma 128x128 TMA warp-specialized, promote-k " + std::to_string(promote_k);
+}
+
 }  // namespace
 
 std::string cublaslt_unavailable_reason() {
@@ -226,15 +232,31 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
 #endif
     if (be == Backend::cublaslt || (!decode && !wgmma)) fallback("gemm", "cublaslt", own, why);
   } else if (be == Backend::cuda_jit) {
-    fallback("gemm", "cuda-jit", own, "the JIT has no GEMM kernels yet (issue 6)");
+    // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
+    // on the first call of each (promote-k, N, K), then from the memory and disk caches.
+    const jit::GemmKey key{opt.promote_k / 32, p.n, p.k};
+    if (!wgmma) why = "the JIT specialises the TMA + wgmma kernel only, which does not take this call";
+    else if (why = jit::unavailable_reason(); !why.empty()) why = "the JIT is " + why;
+    else if (!jit::gemm_key_valid(key))
+      why = "the JIT specialises N and K below 2^24 (N=" + std::to_string(p.n) + ", K=" + std::to_string(p.k) + ")";
+    else if (dev >= 64) why = "the JIT's GEMM cache keys devices 0..63 (device " + std::to_string(dev) + ")";
+    if (why.empty()) {
+      jit::prepare_gemm(key, dev);  // a failed compile throws here, before anything is enqueued
+      CUtensorMap maps[3];
+      unsigned grid = 0;
+      if (!cuda::gemm_wgmma_setup(p, ad.sms, maps, grid))
+        cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
+      jit::launch_gemm(key, dev, grid, maps, p, stream);
+      record_dispatch("gemm", Backend::cuda_jit,
+                      wgmma_kernel_text(opt.promote_k) + ", specialised N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
+      return;
+    }
+    fallback("gemm", "cuda-jit", own, why);
   }
   if (wgmma) {
     cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, stream),
                      "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot,
-                    opt.promote_k == 32   ? "wgmma 128x128 TMA warp-specialized, promote-k 32"
-                    : opt.promote_k == 64 ? "wgmma 128x128 TMA warp-specialized, promote-k 64"
-                                          : "wgmma 128x128 TMA warp-specialized, promote-k 128");
+    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(opt.promote_k));
     return;
   }
   if (decode) {

@@ -2,6 +2,7 @@
 // launch.cpp: whether a kernel takes a call's operands, and its launch.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -20,5 +21,9 @@ void decode_resident_clusters(int device, int64_t (&out)[2][4]);
 cudaError_t launch_gemm_decode_mma(const GemmParams& p, int device, int sms, cudaStream_t stream);
 bool gemm_wgmma_takes(const GemmParams& p);
 cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream);
+// What a launch of gemm_wgmma_kernel (any instance: AOT or JIT) for p takes: its TMA maps of A,
+// B and A's scales, and its persistent grid (min(tiles, sms)); false if a map cannot be made.
+// The block is gemm_config::kWgmmaThreads threads with kWgmmaSmemBytes of dynamic shared memory.
+bool gemm_wgmma_setup(const GemmParams& p, int sms, CUtensorMap (&maps)[3], unsigned& grid);
 
 }  // namespace mxq::cuda

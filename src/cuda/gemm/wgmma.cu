@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/check.hpp"
+#include "cuda/gemm/launchers.hpp"
 #include "cuda/gemm/tma.hpp"
 #include "cuda/gemm/wgmma.cuh"
 
@@ -29,22 +30,28 @@ template <int kGroup>
 cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
   if (const cudaError_t e = allow_dynamic_smem<gemm_wgmma_kernel<kGroup>>(device, int(kSmemBytes)); e != cudaSuccess)
     return e;
-  CUtensorMap ma, mb, msa;
-  const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
-  if (!make_map(ma, p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,
-                CU_TENSOR_MAP_SWIZZLE_128B) ||
-      !make_map(mb, p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, kBK, kBN,
-                CU_TENSOR_MAP_SWIZZLE_128B) ||
-      !make_map(msa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(p.k, kBK), p.m, sa_stride, kBM, 1,
-                CU_TENSOR_MAP_SWIZZLE_NONE))
-    return cudaErrorInvalidValue;
-  const int64_t tiles = ceil_div(p.m, kBM) * ceil_div(p.n, kBN);
-  const unsigned grid = unsigned(tiles < sms ? tiles : sms);
-  gemm_wgmma_kernel<kGroup><<<grid, kThreads, kSmemBytes, stream>>>(ma, mb, msa, p);
+  CUtensorMap maps[3];
+  unsigned grid = 0;
+  if (!gemm_wgmma_setup(p, sms, maps, grid)) return cudaErrorInvalidValue;
+  gemm_wgmma_kernel<kGroup><<<grid, kThreads, kSmemBytes, stream>>>(maps[0], maps[1], maps[2], p);
   return cudaGetLastError();
 }
 
 }  // namespace
+
+bool gemm_wgmma_setup(const GemmParams& p, int sms, CUtensorMap (&maps)[3], unsigned& grid) {
+  const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
+  if (!make_map(maps[0], p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,
+                CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !make_map(maps[1], p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, kBK, kBN,
+                CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !make_map(maps[2], p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(p.k, kBK), p.m, sa_stride, kBM, 1,
+                CU_TENSOR_MAP_SWIZZLE_NONE))
+    return false;
+  const int64_t tiles = ceil_div(p.m, kBM) * ceil_div(p.n, kBN);
+  grid = unsigned(tiles < sms ? tiles : sms);
+  return true;
+}
 
 // The operands this kernel takes (the caller also checks the device is sm_90).
 bool gemm_wgmma_takes(const GemmParams& p) {

@@ -17,7 +17,7 @@ using namespace gemm_config;
 constexpr int kBM = kWgmmaBM, kBN = kWgmmaBN, kBK = kWgmmaBK;
 constexpr int kConsumers = kWgmmaConsumers, kThreads = kWgmmaThreads, kStages = kWgmmaStages;
 constexpr uint32_t kTileA = kWgmmaTileA, kTileB = kWgmmaTileB, kTileScaleA = kWgmmaTileScaleA;
-constexpr uint32_t kStageBytes = kWgmmaStageBytes, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
+constexpr uint32_t kStageBytes = kWgmmaStageBytes, kOutData = kWgmmaOutData, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
 constexpr size_t kSmemBytes = size_t(kWgmmaSmemBytes);
 constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
@@ -57,7 +57,7 @@ __device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t ro
 template <typename T>
 __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)[64], uint8_t* out, int c, int tid,
                                          int64_t row0, int64_t col0) {
-  constexpr int kCols = 256 / sizeof(T), kPasses = 128 / kCols;  // columns per pass
+  constexpr int kCols = kOutData / sizeof(T), kPasses = 128 / kCols;  // columns per pass
   const int warp = tid / 32, lane = tid % 32, fr = warp * 16 + lane / 4, fc = 2 * (lane % 4);
   const bool plain = !p.c && !p.bias;
   const bool vec = (reinterpret_cast<unsigned long long>(p.d) % 16 == 0) && (p.d_stride * int64_t(sizeof(T))) % 16 == 0;
@@ -81,10 +81,10 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
           *reinterpret_cast<float2*>(at) = float2{v0, v1};
       }
     sync_consumer(c);
-    constexpr int kChunks = 64 * 16;  // 16-byte pieces of the 64 x 256-byte block
+    constexpr int kPieces = kOutData / 16, kChunks = 64 * kPieces;  // 16-byte pieces of the 64-row block
 #pragma unroll
     for (int i = tid; i < kChunks; i += 128) {
-      const int r = i / 16, piece = i % 16;
+      const int r = i / kPieces, piece = i % kPieces;
       const int64_t row = row0 + r, col = col0 + pass * kCols + piece * (16 / int(sizeof(T)));
       if (row >= p.m || col >= p.n) continue;
       const uint8_t* src = out + r * kOutRow + piece * 16;
@@ -100,13 +100,19 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
 
 }  // namespace wgmma_detail
 
-template <int kGroup>  // 32-wide K steps summed by the tensor cores before each fp32 promotion
+// kGroup: 32-wide K steps summed by the tensor cores before each fp32 promotion. kN, kK: 0 (the
+// ahead-of-time build: N and K from p), or the N and K this instance is specialised on (the
+// JIT: src/runtime/jit; launched only for calls with p.n == kN and p.k == kK), so that the tile
+// walk and the K loop count with constants.
+template <int kGroup, int64_t kN = 0, int64_t kK = 0>
 __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       const __grid_constant__ CUtensorMap map_sa, const GemmParams p) {
   using namespace wgmma_detail;
   using namespace sm90;
   static_assert(kGroup == 1 || kGroup == 2 || kGroup == 4, "a 128-wide K block is 4 steps of 32");
+  static_assert(kN >= 0 && kK >= 0 && kK % 16 == 0, "a specialisation names a valid N and K");
+  const int64_t n = kN ? kN : p.n, k = kK ? kK : p.k;
   extern __shared__ uint8_t smem_raw[];
   // Swizzled TMA tiles need 1024-byte alignment.
   uint8_t* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
@@ -118,7 +124,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   uint64_t* empty = full + kStages;
   float* scales_b = reinterpret_cast<float*>(empty + kStages);  // B's block scale of each stage, from the producer
 
-  const int64_t m_blocks = ceil_div(p.m, kBM), n_blocks = ceil_div(p.n, kBN), k_blocks = ceil_div(p.k, kBK);
+  const int64_t m_blocks = ceil_div(p.m, kBM), n_blocks = ceil_div(n, kBN), k_blocks = ceil_div(k, kBK);
   const int64_t tiles = m_blocks * n_blocks;
   // The warpgroup index through a shuffle, so that the compiler knows it is warp-uniform and keeps
   // what derives from it (the consumer's descriptors) in uniform registers.

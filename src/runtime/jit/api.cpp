@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "cuda/check.hpp"
@@ -52,6 +53,34 @@ std::pair<Recipe, int> parse_warmup(const std::string& text) {
     fail_arg("jit_warmup: '" + text + "': dACT takes an elementwise activation (gelu, gelu_tanh, silu, relu, qgelu, srelu)");
   return {r, fuse};
 }
+// "gemm:N=7168,K=7168[,promote_k=128]": the TMA + wgmma GEMM kernel specialised on N and K
+// (promote_k: GemmOptions' default when absent).
+runtime::jit::GemmKey parse_gemm_warmup(const std::string& text) {
+  const std::string arg = "jit_warmup: '" + text + "'";
+  int64_t n = -1, k = -1, pk = GemmOptions{}.promote_k;
+  std::string rest = text.substr(5);
+  for (;;) {  // every comma-separated item, empty ones included (refused)
+    const size_t comma = rest.find(',');
+    const std::string item = rest.substr(0, comma), name = item.substr(0, item.find('='));
+    const size_t eq = item.find('=');
+    char* end = nullptr;
+    const long long v = eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || !end || *end != '\0' || v < 0)
+      fail_arg(arg + ": '" + item + "' is not NAME=non-negative integer (N, K, promote_k)");
+    if (name == "N") n = v;
+    else if (name == "K") k = v;
+    else if (name == "promote_k") pk = v;
+    else fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k)");
+    if (comma == std::string::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (n < 1 || k < 1) fail_arg(arg + ": needs N and K, e.g. gemm:N=7168,K=7168");
+  if (pk != 32 && pk != 64 && pk != 128) fail_arg(arg + ": promote_k=" + std::to_string(pk) + "; expected 32, 64 or 128");
+  const runtime::jit::GemmKey key{int(pk / 32), n, k};
+  if (!runtime::jit::gemm_key_valid(key))
+    fail_arg(arg + ": the JIT specialises N and K below 2^24 with K >= 16 and K % 16 == 0");
+  return key;
+}
 }  // namespace
 
 JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, int threads) {
@@ -64,10 +93,15 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
     cudaGetLastError();  // no device: not an error here
   }
   std::vector<cuda::FastKey> keys;
+  std::vector<runtime::jit::GemmKey> gemm_keys;
   if (recipes.empty()) {
     keys = runtime::jit::all_keys();
   } else {
     for (const std::string& text : recipes) {
+      if (text.rfind("gemm:", 0) == 0) {
+        gemm_keys.push_back(parse_gemm_warmup(text));
+        continue;
+      }
       const auto [r, fuse] = parse_warmup(text);
       for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
         std::string no;
@@ -80,8 +114,8 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
   }
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   JitWarmupResult res;
-  res.failures = runtime::jit::warmup(keys, arch, threads);
-  res.configs = int(keys.size() - res.failures.size());
+  res.failures = runtime::jit::warmup(keys, gemm_keys, arch, threads);
+  res.configs = int(keys.size() + gemm_keys.size() - res.failures.size());
   return res;
 }
 

@@ -120,6 +120,19 @@ Compiled compile_source(const std::string& src, const std::string& name, int arc
   return c;
 }
 
+// Disk-cache key of a generated source: a content hash over everything that changes the binary.
+Key128 source_key(const std::string& source, int arch) {
+  std::vector<std::string> parts = {"mxq-jit-schema-" + std::to_string(kSchemaVersion), MXQ_VERSION, source,
+                                    "sm_" + std::to_string(arch), nvrtc_version()};
+  for (const auto& o : compile_options(arch)) parts.push_back(o);
+  for (int i = 0; i < kEmbeddedHeaderCount; ++i) {
+    parts.push_back(kEmbeddedHeaders[i].name);
+    parts.push_back(kEmbeddedHeaders[i].text);
+  }
+  std::vector<std::string_view> views(parts.begin(), parts.end());
+  return content_hash(views);
+}
+
 }  // namespace
 
 Compiled compile(const cuda::FastKey& k, int arch) {
@@ -129,30 +142,53 @@ Compiled compile(const cuda::FastKey& k, int arch) {
                             nvrtc_version());
 }
 
-Compiled compile_gemm_wgmma(int promote_k, int arch) {
-  if (promote_k != 32 && promote_k != 64 && promote_k != 128)
-    fail_arg("jit: promote_k=" + std::to_string(promote_k) + "; expected 32, 64 or 128");
-  const std::string name = "mxq::cuda::gemm_wgmma_kernel<" + std::to_string(promote_k / 32) + ">";
-  const std::string src = "// mxq JIT: gemm wgmma promote-k " + std::to_string(promote_k) +
-                          "\n#include \"cuda/gemm/wgmma.cuh\"\ntemplate __global__ void " + name +
-                          "(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, "
-                          "const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
-  return compile_source(src, name, arch,
-                        "jit: compiling the wgmma GEMM kernel (promote-k " + std::to_string(promote_k) + ") for sm_" +
-                            std::to_string(arch) + " with NVRTC " + nvrtc_version());
+bool gemm_key_valid(const GemmKey& k) {
+  return (k.group == 1 || k.group == 2 || k.group == 4) && k.n >= 0 && k.n < kGemmKeyMaxNK &&
+         (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK));
 }
 
-Key128 binary_key(const cuda::FastKey& k, int arch) {
-  std::vector<std::string> parts = {"mxq-jit-schema-" + std::to_string(kSchemaVersion), MXQ_VERSION,
-                                    kernel_source(k), "sm_" + std::to_string(arch), nvrtc_version()};
-  for (const auto& o : compile_options(arch)) parts.push_back(o);
-  for (int i = 0; i < kEmbeddedHeaderCount; ++i) {
-    parts.push_back(kEmbeddedHeaders[i].name);
-    parts.push_back(kEmbeddedHeaders[i].text);
-  }
-  std::vector<std::string_view> views(parts.begin(), parts.end());
-  return content_hash(views);
+std::string gemm_key_text(const GemmKey& k) {
+  auto dim = [](int64_t v) { return v ? std::to_string(v) : std::string("any"); };
+  return "wgmma promote-k " + std::to_string(32 * k.group) + " N=" + dim(k.n) + " K=" + dim(k.k);
 }
+
+std::string gemm_kernel_name(const GemmKey& k) {
+  return "mxq::cuda::gemm_wgmma_kernel<" + std::to_string(k.group) + ", " + std::to_string(k.n) + ", " +
+         std::to_string(k.k) + ">";
+}
+
+std::string gemm_kernel_source(const GemmKey& k) {
+  return "// mxq JIT: " + gemm_key_text(k) + "\n#include \"cuda/gemm/wgmma.cuh\"\ntemplate __global__ void " +
+         gemm_kernel_name(k) +
+         "(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, "
+         "const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
+}
+
+Compiled compile_gemm(const GemmKey& k, int arch) {
+  if (!gemm_key_valid(k))
+    fail_arg("jit: GEMM key group=" + std::to_string(k.group) + " N=" + std::to_string(k.n) + " K=" +
+             std::to_string(k.k) + "; expected group 1, 2 or 4 (promote-k 32, 64, 128), 0 <= N < 2^24 and K = 0 or "
+             "16 <= K < 2^24 with K % 16 == 0");
+  return compile_source(gemm_kernel_source(k), gemm_kernel_name(k), arch,
+                        "jit: compiling " + gemm_key_text(k) + " for sm_" + std::to_string(arch) + " with NVRTC " +
+                            nvrtc_version());
+}
+
+Key128 gemm_binary_key(const GemmKey& k, int arch) { return source_key(gemm_kernel_source(k), arch); }
+
+uint64_t pack_gemm_key(const GemmKey& k, int arch, int device) {
+  constexpr int kGroupBits = 2, kDimBits = 24, kArchBits = 8, kDeviceBits = 6;
+  static_assert(kGemmKeyMaxNK == int64_t(1) << kDimBits, "N and K take kDimBits each");
+  static_assert(kGroupBits + 2 * kDimBits + kArchBits + kDeviceBits == 64, "the GEMM key fills 64 bits");
+  if (!gemm_key_valid(k) || arch < 0 || arch >= (1 << kArchBits) || device < 0 || device >= (1 << kDeviceBits))
+    fail(ErrorCode::internal, "jit: GEMM key " + gemm_key_text(k) + " on device " + std::to_string(device) +
+                                  " (sm_" + std::to_string(arch) + ") does not pack into 64 bits");
+  const uint64_t g = k.group == 1 ? 0 : (k.group == 2 ? 1 : 2);
+  return g | (uint64_t(k.n) << 2) | (uint64_t(k.k) << 26) | (uint64_t(arch & 0xff) << 50) |
+         (uint64_t(device & 0x3f) << 58);
+}
+
+Key128 binary_key(const cuda::FastKey& k, int arch) { return source_key(kernel_source(k), arch); }
 
 std::vector<uint8_t> to_payload(const Compiled& c) {
   const uint32_t n = uint32_t(c.lowered_name.size());

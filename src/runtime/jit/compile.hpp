@@ -28,10 +28,28 @@ struct Compiled {
 };
 // Throws Error(unsupported) carrying the NVRTC log, the NVRTC version and the configuration.
 Compiled compile(const cuda::FastKey& k, int arch);
-// The TMA + wgmma GEMM kernel (src/cuda/gemm/wgmma.cuh) for one promotion interval, from the
-// same header the ahead-of-time build compiles. Compiled and tested in CI; the GEMM does not
-// load JIT kernels yet (issue 6: specialisation on N, K and tiles is the next step).
-Compiled compile_gemm_wgmma(int promote_k, int arch);
+// A specialisation of the TMA + wgmma GEMM kernel (src/cuda/gemm/wgmma.cuh), compiled from the
+// header the ahead-of-time build uses: its promotion group (32-wide K steps per fp32 promotion:
+// 1, 2 or 4, i.e. promote-k 32, 64 or 128) and the N and K it is specialised on (0: taken at run
+// time, as the AOT kernel does). M is always a run-time value. Tile, stages and recipe are the
+// kernel's one configuration (1D2D: A 1 x 128 fp32 mn_major_tma, B 128 x 128 fp32).
+struct GemmKey {
+  int group = 4;
+  int64_t n = 0, k = 0;
+  bool operator==(const GemmKey&) const = default;
+};
+constexpr int64_t kGemmKeyMaxNK = int64_t(1) << 24;  // N and K are specialised below this
+bool gemm_key_valid(const GemmKey& k);  // group 1, 2 or 4; N in [0, 2^24); K 0 or in [16, 2^24), K % 16 == 0
+std::string gemm_key_text(const GemmKey& k);  // "wgmma promote-k 128 N=7168 K=7168"
+std::string gemm_kernel_name(const GemmKey& k);
+std::string gemm_kernel_source(const GemmKey& k);
+// Throws Error(invalid_argument) for a key gemm_key_valid refuses, Error(unsupported) with the
+// NVRTC log, version and configuration where NVRTC fails.
+Compiled compile_gemm(const GemmKey& k, int arch);
+Key128 gemm_binary_key(const GemmKey& k, int arch);
+// The GEMM kernels' memory-cache key (their own cache): group, N, K, arch and device packed, with
+// the widths checked at compile time; device < 64 and arch < 256.
+uint64_t pack_gemm_key(const GemmKey& k, int arch, int device);
 
 // Disk-cache key: a content hash over everything that changes the binary (schema, library
 // version, the embedded headers, the generated source, options, architecture, NVRTC version).

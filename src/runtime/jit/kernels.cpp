@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cuda/check.hpp"
+#include "cuda/gemm/config.h"
 #include "cuda/pdl.cuh"
 #include "cuda/quantize/fast_launch.hpp"
 #include "mxq/error.hpp"
@@ -106,32 +107,47 @@ std::string summary() {
          (d.usable() ? d.dir() : "off (memory only: " + (d.why().empty() ? std::string("no directory") : d.why()) + ")");
 }
 
-const Compiled& compiled(const cuda::FastKey& key, int arch) {
-  return cubins().get(pack_key(key, arch, 0), [&] {
-    const Key128 bk = binary_key(key, arch);
+namespace {
+// The memory cache's entry for `packed`: the disk cache's payload under `bk`, else `make`'s
+// compile, then stored on disk as `text`.
+template <class Make>
+const Compiled& cached(MemoryCache<Compiled>& cache, uint64_t packed, const Key128& bk, const std::string& text,
+                       Make&& make) {
+  return cache.get(packed, [&] {
     DiskCache& d = disk_cache();
     Compiled c;
     if (auto payload = d.load(bk); payload && from_payload(*payload, c)) return c;
-    c = compile(key, arch);
-    d.store(bk, to_payload(c), key_text(key) + " sm_" + std::to_string(arch));
+    c = make();
+    d.store(bk, to_payload(c), text);
     return c;
   });
+}
+
+// Loads `c` into `device`'s primary context with `smem` bytes of dynamic shared memory allowed.
+Loaded load(const Compiled& c, int device, int smem, const std::string& text) {
+  cuda::RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
+  cuda::check_cuda(cudaSetDevice(device), "cudaSetDevice");  // the primary context, current for the driver API
+  Loaded l{};
+  check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + text);
+  check_cu(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
+  if (smem > 0)
+    check_cu(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+             "jit: allowing " + std::to_string(smem) + " bytes of shared memory to " + text);
+  return l;
+}
+}  // namespace
+
+const Compiled& compiled(const cuda::FastKey& key, int arch) {
+  return cached(cubins(), pack_key(key, arch, 0), binary_key(key, arch), key_text(key) + " sm_" + std::to_string(arch),
+                [&] { return compile(key, arch); });
 }
 
 namespace {
 const Loaded& loaded(const cuda::FastKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return functions().get(pack_key(key, arch, device), [&] {
-    const Compiled& c = compiled(key, arch);
-    cuda::RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    cuda::check_cuda(cudaSetDevice(device), "cudaSetDevice");  // the primary context, current for the driver API
-    Loaded l{};
-    check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + key_text(key));
-    check_cu(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
     const cuda::FastGeometry g = cuda::fast_geometry(key);
-    if (g.slot_bytes > 0)
-      check_cu(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, g.slot_bytes),
-               "jit: allowing " + std::to_string(g.slot_bytes) + " bytes of shared memory to " + key_text(key));
+    Loaded l = load(compiled(key, arch), device, g.slot_bytes, key_text(key));
     l.blocks_per_sm = 0;
     if (drv().occupancy(&l.blocks_per_sm, l.fn, g.threads, size_t(g.slot_bytes)) != CUDA_SUCCESS ||
         l.blocks_per_sm <= 0)
@@ -171,19 +187,64 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
     check_cu(r, "jit: launching " + key_text(key));
 }
 
-std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, int arch, int threads) {
+namespace {
+MemoryCache<Compiled>& gemm_cubins() {
+  static MemoryCache<Compiled> c;
+  return c;
+}
+MemoryCache<Loaded>& gemm_functions() {
+  static MemoryCache<Loaded> c;
+  return c;
+}
+const Loaded& gemm_loaded(const GemmKey& key, int device) {
+  const int arch = cuda::arch_of(device);
+  return gemm_functions().get(pack_gemm_key(key, arch, device), [&] {
+    return load(compiled_gemm(key, arch), device, int(gemm_config::kWgmmaSmemBytes), gemm_key_text(key));
+  });
+}
+}  // namespace
+
+const Compiled& compiled_gemm(const GemmKey& key, int arch) {
+  return cached(gemm_cubins(), pack_gemm_key(key, arch, 0), gemm_binary_key(key, arch),
+                gemm_key_text(key) + " sm_" + std::to_string(arch), [&] { return compile_gemm(key, arch); });
+}
+
+void prepare_gemm(const GemmKey& key, int device) { gemm_loaded(key, device); }
+
+void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[3], const cuda::GemmParams& p,
+                 cudaStream_t stream) {
+  const Loaded& k = gemm_loaded(key, device);
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = unsigned(gemm_config::kWgmmaThreads);
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = unsigned(gemm_config::kWgmmaSmemBytes);
+  cfg.hStream = stream;
+  CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2];
+  cuda::GemmParams params = p;
+  void* args[] = {&ma, &mb, &msa, &params};
+  if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
+    check_cu(r, "jit: launching " + gemm_key_text(key));
+}
+
+std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, const std::vector<GemmKey>& gemm_keys, int arch,
+                                int threads) {
   std::vector<std::string> failures;
   std::mutex mu;
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
+  const size_t total = keys.size() + gemm_keys.size();
   for (int t = 0; t < std::max(1, threads); ++t)
     pool.emplace_back([&] {
-      for (size_t i; (i = next++) < keys.size();) {
+      for (size_t i; (i = next++) < total;) {
+        const bool gemm = i >= keys.size();
         try {
-          compiled(keys[i], arch);
+          if (gemm) compiled_gemm(gemm_keys[i - keys.size()], arch);
+          else compiled(keys[i], arch);
         } catch (const Error& e) {
           std::lock_guard<std::mutex> lock(mu);
-          failures.push_back(key_text(keys[i]) + ": " + e.what());
+          failures.push_back((gemm ? gemm_key_text(gemm_keys[i - keys.size()]) : key_text(keys[i])) + ": " + e.what());
         }
       }
     });

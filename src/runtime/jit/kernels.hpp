@@ -2,11 +2,13 @@
 // disk, then loaded into the device's context and launched.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <string>
 #include <vector>
 
+#include "cuda/gemm/params.h"
 #include "cuda/quantize/params.h"
 #include "runtime/jit/compile.hpp"
 #include "runtime/jit/disk_cache.hpp"
@@ -30,9 +32,18 @@ bool is_loaded(const cuda::FastKey& key, int device);
 void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, int sms, cudaStream_t stream,
                    const cuda::TileParams& p);
 
-// Compiles `keys` for `arch` into the caches on `threads` workers, off the hot path; the
+// The GEMM's specialised tma-wgmma kernels, the same way: compiled (or found) for `device`'s arch
+// and loaded into its context by prepare_gemm; launch_gemm launches one with the maps and grid
+// cuda::gemm_wgmma_setup made for p (whose N and K must be the key's where the key names them).
+const Compiled& compiled_gemm(const GemmKey& key, int arch);
+void prepare_gemm(const GemmKey& key, int device);
+void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[3], const cuda::GemmParams& p,
+                 cudaStream_t stream);
+
+// Compiles `keys` and `gemm_keys` for `arch` into the caches on `threads` workers, off the hot path; the
 // failures, as "config: message".
-std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, int arch, int threads);
+std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, const std::vector<GemmKey>& gemm_keys, int arch,
+                                int threads);
 
 // The process's disk cache (created on first use from MXQ_CACHE_DIR / XDG_CACHE_HOME / HOME
 // and MXQ_CACHE_MAX_MB, default 1024).
