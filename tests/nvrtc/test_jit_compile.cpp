@@ -170,7 +170,8 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
   for (const auto& e : info.entries) found = found || e.config == "wgmma promote-k 128 N=256 K=512 sm_90";
   EXPECT_TRUE(found) << info.entries.size() << " entries";
   for (const char* bad : {"gemm:N=256", "gemm:N=256,K=520", "gemm:N=1,K=16,promote_k=48", "gemm:X=3,N=1,K=16",
-                          "gemm:N=-4,K=16", "gemm:N=1,K=16,"}) {
+                          "gemm:N=-4,K=16", "gemm:N=1,K=16,", "gemm:", "gemm:N=,K=16", "gemm:N=+16,K=16",
+                          "gemm:N=16,K=16,N=32", "gemm:N=0,K=16", "gemm:N=16,K=1234567890123"}) {
     try {
       jit_warmup({bad}, 90, 1);
       ADD_FAILURE() << bad << " was accepted";

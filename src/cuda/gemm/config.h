@@ -20,8 +20,9 @@ constexpr uint32_t kWgmmaTileA = kWgmmaBM * kWgmmaBK, kWgmmaTileB = kWgmmaBN * k
 constexpr uint32_t kWgmmaTileScaleA = kWgmmaBM * 4;
 constexpr uint32_t kWgmmaStageBytes = kWgmmaTileA + kWgmmaTileB + kWgmmaTileScaleA;
 // The epilogue stages each consumer's 64 x 128 results 128 bytes of a row at a time (64 columns
-// of bf16 D, 32 of fp32), rows padded by 16 bytes so that the fragment writes hit 32 different
-// banks. (Narrower than a row: measured faster, session 14.)
+// of bf16 D, 32 of fp32), rows padded by 16 bytes so that a warp's 4-byte bf16 fragment writes hit
+// 32 different banks (fp32's 8-byte writes are 2-way conflicted). (Narrower than a row: measured
+// faster, session 14.)
 constexpr uint32_t kWgmmaOutData = 128, kWgmmaOutRow = kWgmmaOutData + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
 constexpr int64_t kWgmmaSmemBytes = int64_t(kWgmmaStages) * (kWgmmaStageBytes + 4) +
                                     kWgmmaConsumers * kWgmmaOutBytes + 2 * kWgmmaStages * 8 + 1024;

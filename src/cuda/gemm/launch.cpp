@@ -233,9 +233,13 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     if (be == Backend::cublaslt || (!decode && !wgmma)) fallback("gemm", "cublaslt", own, why);
   } else if (be == Backend::cuda_jit) {
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
-    // on the first call of each (promote-k, N, K), then from the memory and disk caches.
+    // on the calling thread at the first call of each (promote-k, N, K), then from the memory and
+    // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
     const jit::GemmKey key{opt.promote_k / 32, p.n, p.k};
-    if (!wgmma) why = "the JIT specialises the TMA + wgmma kernel only, which does not take this call";
+    if (!wgmma)
+      why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
+            (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
+                                       : "that kernel does not take this call's operands");
     else if (why = jit::unavailable_reason(); !why.empty()) why = "the JIT is " + why;
     else if (!jit::gemm_key_valid(key))
       why = "the JIT specialises N and K below 2^24 (N=" + std::to_string(p.n) + ", K=" + std::to_string(p.k) + ")";

@@ -2,7 +2,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include "cuda/check.hpp"
@@ -59,22 +58,24 @@ runtime::jit::GemmKey parse_gemm_warmup(const std::string& text) {
   const std::string arg = "jit_warmup: '" + text + "'";
   int64_t n = -1, k = -1, pk = GemmOptions{}.promote_k;
   std::string rest = text.substr(5);
+  std::vector<std::string> seen;
   for (;;) {  // every comma-separated item, empty ones included (refused)
     const size_t comma = rest.find(',');
     const std::string item = rest.substr(0, comma), name = item.substr(0, item.find('='));
     const size_t eq = item.find('=');
-    char* end = nullptr;
-    const long long v = eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || !end || *end != '\0' || v < 0)
-      fail_arg(arg + ": '" + item + "' is not NAME=non-negative integer (N, K, promote_k)");
-    if (name == "N") n = v;
-    else if (name == "K") k = v;
-    else if (name == "promote_k") pk = v;
-    else fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k)");
+    const std::string digits = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      fail_arg(arg + ": '" + item + "' is not NAME=DIGITS (N, K, promote_k; up to 9 digits)");
+    const int64_t v = std::stoll(digits);
+    int64_t* field = name == "N" ? &n : name == "K" ? &k : name == "promote_k" ? &pk : nullptr;
+    if (!field) fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k)");
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) fail_arg(arg + ": field '" + name + "' given twice");
+    seen.push_back(name);
+    *field = v;
     if (comma == std::string::npos) break;
     rest = rest.substr(comma + 1);
   }
-  if (n < 1 || k < 1) fail_arg(arg + ": needs N and K, e.g. gemm:N=7168,K=7168");
+  if (n < 1 || k < 1) fail_arg(arg + ": needs N >= 1 and K >= 1, e.g. gemm:N=7168,K=7168");
   if (pk != 32 && pk != 64 && pk != 128) fail_arg(arg + ": promote_k=" + std::to_string(pk) + "; expected 32, 64 or 128");
   const runtime::jit::GemmKey key{int(pk / 32), n, k};
   if (!runtime::jit::gemm_key_valid(key))

@@ -213,6 +213,9 @@ void prepare_gemm(const GemmKey& key, int device) { gemm_loaded(key, device); }
 
 void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[3], const cuda::GemmParams& p,
                  cudaStream_t stream) {
+  if ((key.n && key.n != p.n) || (key.k && key.k != p.k))
+    fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call of N=" + std::to_string(p.n) +
+                                  " K=" + std::to_string(p.k));
   const Loaded& k = gemm_loaded(key, device);
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid;
