@@ -137,9 +137,13 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
                std::to_string(c.c.cols) + ") on " + c.c.device.str());
   }
   if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + std::to_string(opt.alpha) + " must be finite");
-  if (opt.promote_k != 32 && opt.promote_k != 64 && opt.promote_k != 128)
-    fail_arg("gemm: options.promote_k=" + std::to_string(opt.promote_k) + "; expected 32, 64 or 128");
+  check_promote_k(opt.promote_k, "gemm: options.promote_k");
   return c;
+}
+
+void check_promote_k(int64_t promote_k, const std::string& what) {
+  if (promote_k != 32 && promote_k != 64 && promote_k != 128)
+    fail_arg(what + "=" + std::to_string(promote_k) + "; expected 32, 64 or 128");
 }
 
 DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, const DequantizeOptions& opt) {

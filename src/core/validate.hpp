@@ -42,6 +42,8 @@ struct GemmCall {
   Matrix d, c;
   num::ScaleGeometry a_scales, b_scales;  // the operands' scale layouts, as planned in validation
 };
+// GemmOptions::promote_k: 32, 64 or 128, else an invalid_argument error "<what>=<value>; expected ...".
+void check_promote_k(int64_t promote_k, const std::string& what);
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& opt);
 
 struct DequantizeCall {

@@ -235,15 +235,14 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key{opt.promote_k / 32, p.n, p.k};
+    const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, p.n, p.k);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
                                        : "that kernel does not take this call's operands");
     else if (why = jit::unavailable_reason(); !why.empty()) why = "the JIT is " + why;
-    else if (!jit::gemm_key_valid(key))
-      why = "the JIT specialises N and K below 2^24 (N=" + std::to_string(p.n) + ", K=" + std::to_string(p.k) + ")";
     else if (dev >= 64) why = "the JIT's GEMM cache keys devices 0..63 (device " + std::to_string(dev) + ")";
+    else why = jit::gemm_key_problem(key);  // N or K of 2^24 or more
     if (why.empty()) {
       jit::prepare_gemm(key, dev);  // a failed compile throws here, before anything is enqueued
       CUtensorMap maps[3];

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cuda/check.hpp"
+#include "core/validate.hpp"
 #include "cuda/quantize/fast_select.hpp"
 #include "mxq/api.hpp"
 #include "runtime/jit/kernels.hpp"
@@ -76,10 +77,9 @@ runtime::jit::GemmKey parse_gemm_warmup(const std::string& text) {
     rest = rest.substr(comma + 1);
   }
   if (n < 1 || k < 1) fail_arg(arg + ": needs N >= 1 and K >= 1, e.g. gemm:N=7168,K=7168");
-  if (pk != 32 && pk != 64 && pk != 128) fail_arg(arg + ": promote_k=" + std::to_string(pk) + "; expected 32, 64 or 128");
-  const runtime::jit::GemmKey key{int(pk / 32), n, k};
-  if (!runtime::jit::gemm_key_valid(key))
-    fail_arg(arg + ": the JIT specialises N and K below 2^24 with K >= 16 and K % 16 == 0");
+  check_promote_k(pk, arg + ": promote_k");
+  const runtime::jit::GemmKey key = runtime::jit::gemm_key_for(int(pk), n, k);
+  if (const std::string why = runtime::jit::gemm_key_problem(key); !why.empty()) fail_arg(arg + ": " + why);
   return key;
 }
 }  // namespace

@@ -142,9 +142,13 @@ Compiled compile(const cuda::FastKey& k, int arch) {
                             nvrtc_version());
 }
 
-bool gemm_key_valid(const GemmKey& k) {
-  return (k.group == 1 || k.group == 2 || k.group == 4) && k.n >= 0 && k.n < kGemmKeyMaxNK &&
-         (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK));
+std::string gemm_key_problem(const GemmKey& k) {
+  if ((k.group == 1 || k.group == 2 || k.group == 4) && k.n >= 0 && k.n < kGemmKeyMaxNK &&
+      (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK)))
+    return "";
+  return "GEMM key group=" + std::to_string(k.group) + " N=" + std::to_string(k.n) + " K=" + std::to_string(k.k) +
+         "; the JIT specialises group 1, 2 or 4 (promote-k 32, 64, 128), 0 <= N < 2^24 and K = 0 or 16 <= K < "
+         "2^24 with K % 16 == 0";
 }
 
 std::string gemm_key_text(const GemmKey& k) {
@@ -165,10 +169,7 @@ std::string gemm_kernel_source(const GemmKey& k) {
 }
 
 Compiled compile_gemm(const GemmKey& k, int arch) {
-  if (!gemm_key_valid(k))
-    fail_arg("jit: GEMM key group=" + std::to_string(k.group) + " N=" + std::to_string(k.n) + " K=" +
-             std::to_string(k.k) + "; expected group 1, 2 or 4 (promote-k 32, 64, 128), 0 <= N < 2^24 and K = 0 or "
-             "16 <= K < 2^24 with K % 16 == 0");
+  if (const std::string why = gemm_key_problem(k); !why.empty()) fail_arg("jit: " + why);
   return compile_source(gemm_kernel_source(k), gemm_kernel_name(k), arch,
                         "jit: compiling " + gemm_key_text(k) + " for sm_" + std::to_string(arch) + " with NVRTC " +
                             nvrtc_version());

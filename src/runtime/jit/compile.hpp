@@ -38,8 +38,13 @@ struct GemmKey {
   int64_t n = 0, k = 0;
   bool operator==(const GemmKey&) const = default;
 };
+// The key of a call with GemmOptions::promote_k (32, 64 or 128) specialised on n and k.
+inline GemmKey gemm_key_for(int promote_k, int64_t n, int64_t k) { return {promote_k / 32, n, k}; }
 constexpr int64_t kGemmKeyMaxNK = int64_t(1) << 24;  // N and K are specialised below this
-bool gemm_key_valid(const GemmKey& k);  // group 1, 2 or 4; N in [0, 2^24); K 0 or in [16, 2^24), K % 16 == 0
+// "" for a key the kernel can be specialised on (group 1, 2 or 4; N in [0, 2^24); K 0 or in
+// [16, 2^24) with K % 16 == 0), else what is wrong with it, naming the values.
+std::string gemm_key_problem(const GemmKey& k);
+inline bool gemm_key_valid(const GemmKey& k) { return gemm_key_problem(k).empty(); }
 std::string gemm_key_text(const GemmKey& k);  // "wgmma promote-k 128 N=7168 K=7168"
 std::string gemm_kernel_name(const GemmKey& k);
 std::string gemm_kernel_source(const GemmKey& k);
