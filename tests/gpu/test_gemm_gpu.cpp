@@ -174,8 +174,10 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
 }
 
 // The epilogue: D = alpha * A . B^T + C + bias with a power-of-two alpha and integer C and bias
-// is exact, and so is D = alpha * A . B^T (the wgmma kernel's separate path without C and bias); D with a row stride that is not a multiple of 16 bytes takes the element stores,
-// and the columns past N in each padded row must stay untouched.
+// is exact in fp32 (and in bf16, the exact value rounded once), and so is D = alpha * A . B^T
+// (the wgmma kernel's separate path without C and bias); D with a row stride that is not a
+// multiple of 16 bytes takes the element stores, and the columns past N in each padded row must
+// stay untouched.
 TEST(GpuGemm, EpilogueAlphaCBiasExact) {
   REQUIRE_GPU();
   const int64_t m = 200, n = 136, k = 256;
@@ -196,42 +198,52 @@ TEST(GpuGemm, EpilogueAlphaCBiasExact) {
   cd.upload(c.data());
   bd.upload(bias.data());
   const TensorView cv = TensorView::matrix(cd.data(), DType::float32, m, n, -1, kGpu);
-  // with C and bias, and alpha alone (the epilogue's path without loads)
-  for (const bool with_c_bias : {true, false})
-    for (int64_t stride : {n, n + 3}) {
-      DeviceBuffer d(kGpu, m * stride * 4);
-      d.fill(0xcd);
-      GemmOptions o;
-      o.backend = Backend::cuda_aot;
-      o.alpha = 0.5f;
-      if (with_c_bias) {
-        o.c = &cv;
-        o.bias = static_cast<const float*>(bd.data());
-      }
-      gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), DType::float32, m, n, stride, kGpu), o);
-      const std::string ran = last_dispatch().kernel;
-      EXPECT_NE(ran.find("wgmma 128x128"), std::string::npos) << ran;
-      runtime::device_synchronize(kGpu);
-      std::vector<uint32_t> got(size_t(m * stride));
-      d.download(got.data());
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < stride; ++j) {
-          const uint32_t g = got[size_t(i * stride + j)];
-          if (j >= n) {
-            ASSERT_EQ(g, 0xcdcdcdcdu) << "stride " << stride << ": padding written at (" << i << ", " << j << ")";
-            continue;
+  // with C and bias, and alpha alone (the epilogue's path without loads); fp32 and bf16 D (the
+  // staging block's two widths: 32 and 64 columns a pass); the AOT kernel and the JIT's
+  // specialisation. A bf16 result must be the host's round-to-nearest-even of the exact value.
+  for (const Backend be : {Backend::cuda_aot, Backend::cuda_jit})
+    for (const DType dt : {DType::float32, DType::bfloat16})
+      for (const bool with_c_bias : {true, false})
+        for (int64_t stride : {n, n + 3}) {
+          const int64_t esz = dt == DType::float32 ? 4 : 2;
+          DeviceBuffer d(kGpu, m * stride * esz);
+          d.fill(0xcd);
+          GemmOptions o;
+          o.backend = be;
+          o.alpha = 0.5f;
+          if (with_c_bias) {
+            o.c = &cv;
+            o.bias = static_cast<const float*>(bd.data());
           }
-          int64_t exact = 0;
-          for (int64_t t = 0; t < k; ++t)
-            exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
-          const float want =
-              with_c_bias ? 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * float(exact);
-          float gf;
-          std::memcpy(&gf, &g, 4);
-          ASSERT_EQ(gf, want) << (with_c_bias ? "C and bias" : "alpha alone") << ", stride " << stride << " at (" << i
-                              << ", " << j << ") ran " << ran;
+          gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), dt, m, n, stride, kGpu), o);
+          const std::string ran = last_dispatch().backend + " " + last_dispatch().kernel;
+          EXPECT_EQ(ran.rfind(backend_name(be), 0), 0u) << ran;
+          EXPECT_NE(ran.find("wgmma 128x128"), std::string::npos) << ran;
+          runtime::device_synchronize(kGpu);
+          std::vector<uint8_t> got(size_t(m * stride * esz));
+          d.download(got.data());
+          const std::string where = std::string(with_c_bias ? "C and bias" : "alpha alone") + ", " + dtype_name(dt) +
+                                    ", stride " + std::to_string(stride) + ", ran " + ran;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < stride; ++j) {
+              const uint8_t* at = got.data() + size_t((i * stride + j) * esz);
+              uint32_t bits = 0;
+              std::memcpy(&bits, at, size_t(esz));
+              if (j >= n) {
+                ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu) << where << ": padding written at (" << i << ", " << j << ")";
+                continue;
+              }
+              int64_t exact = 0;
+              for (int64_t t = 0; t < k; ++t)
+                exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
+              const float want =
+                  with_c_bias ? 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * float(exact);
+              uint32_t want_bits = 0;
+              if (esz == 4) std::memcpy(&want_bits, &want, 4);
+              else want_bits = num::float_to_bf16(want);
+              ASSERT_EQ(bits, want_bits) << where << " at (" << i << ", " << j << "): want " << want;
+            }
         }
-    }
 }
 
 // Random data with outliers against the CPU reference (fp64 on the same quantized bytes):
