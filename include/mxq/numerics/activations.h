@@ -88,9 +88,36 @@ MXQ_HD float expm1_nonneg(float x) {
   return fma_rn(s, m, add_rn(s, -1.0f));
 }
 
-// 1 / (1 + e^-x), with x held at -87 and above (1 + e^87 < 2^126 keeps rcp_rn_ge1 in its range):
-// below -87 it is sigmoid(-87) = 1.6e-38, an absolute error under 2e-38.
-MXQ_HD float sigmoid_f(float x) { return rcp_rn_ge1(add_rn(1.0f, exp_f(-(x < -87.0f ? -87.0f : x)))); }
+// e^a = p 2^n for a in [-87, 87] only (the callers hold it there; NaN passes through as p):
+// the reduction, a degree-6 polynomial for e^r (a minimax fit of the relative error on |r| <=
+// 0.3467, 1.9e-9 before the coefficients' rounding), and 2^n, normal for n in [-126, 126], built
+// from t's bits (t = a log2 e + 1.5 2^23 holds n in its low bits). Callers round p 2^n (+ c)
+// once. No clamp, no NaN select, no subnormal split: ~10 SASS instructions against exp_f's ~25,
+// for the fused activations, which are bound by instruction issue.
+struct ExpParts {
+  float p, s;
+};
+MXQ_HD ExpParts exp_parts(float a) {
+  const float magic = 12582912.0f;
+  const float t = fma_rn(a, 1.44269502162933349609f, magic);
+  const float n = add_rn(t, -magic);
+  const float r = fma_rn(n, -1.42860676533018704e-06f, fma_rn(n, -0.693145751953125f, a));
+  const float c[7] = {1.38368085e-03f, 8.37484561e-03f, 4.16682288e-02f, 1.66664198e-01f, 4.99999911e-01f, 1.0f, 1.0f};
+  return {horner(r, c), bits_float((float_bits(t) - float_bits(magic) + 127u) << 23)};
+}
+MXQ_HD float exp_in_range(float a) {
+  const ExpParts e = exp_parts(a);
+  return mul_rn(e.p, e.s);
+}
+
+// 1 / (1 + e^-x), with x held to [-87, 87] (1 + e^87 < 2^126 keeps rcp_rn_ge1 in its range, and
+// e^-87 is normal): below -87 it is sigmoid(-87) = 1.6e-38, an absolute error under 2e-38; above
+// 87 it is 1, as it is in fp32 from x = 17. 1 + e^-x is one fused multiply-add of exp_parts.
+MXQ_HD float sigmoid_f(float x) {
+  const float xc = x < -87.0f ? -87.0f : (x > 87.0f ? 87.0f : x);  // NaN stays NaN
+  const ExpParts e = exp_parts(-xc);
+  return rcp_rn_ge1(fma_rn(e.p, e.s, 1.0f));
+}
 
 // tanh |x| from m = e^(2|x|) - 1 and q = 1 / (m + 2): m q below 0.55, 1 - 2 q above, where it
 // is near 1 (and m + 2 rounds). No branch for the GPU's warps to diverge on; from |x| = 10 on
@@ -118,7 +145,7 @@ MXQ_HD float erf_f(float x) {
   } else if (a < 4.0f) {
     const float t = rcp_rn_ge1(fma_rn(0.3275911f, a, 1.0f));
     const float c[5] = {1.061405429f, -1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f};
-    e = fma_rn(-mul_rn(horner(t, c), t), exp_f(-mul_rn(a, a)), 1.0f);
+    e = fma_rn(-mul_rn(horner(t, c), t), exp_in_range(-mul_rn(a, a)), 1.0f);  // -a^2 in (-16, -1]
   } else {
     e = 1.0f;
   }

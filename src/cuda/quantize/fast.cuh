@@ -357,20 +357,37 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
 
 // Fused statistics of y. dbias: a thread sums its columns over the row tiles it visits, then
 // the CTA adds its sums to the output (publish: one 16-byte reduction per 4 columns and CTA;
-// zeros outside the tensor add nothing). amax (block recipes given an amax buffer): the largest |y| as fp32
-// bits, any NaN as the canonical one (0x7fc00000 sorts above Inf), one atomicMax per warp.
+// zeros outside the tensor add nothing). The running sums live in shared memory, two float4 per
+// thread (two 16-byte loads and stores per tile): held in registers across the loop they were
+// 8 more live registers than the fused kernels have, and ptxas spilled the tiles to local
+// memory (164-336 bytes in mxfp8 + dbias, 1x128 + dbias, row+col + dbias, dgelu / dsilu + dbias).
+// amax (block recipes given an amax buffer): the largest |y| as fp32 bits, any NaN as the
+// canonical one (0x7fc00000 sorts above Inf), one atomicMax per warp.
 template <class C>
 struct FusedStats {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint32_t m = 0;
+  __device__ static float4* sums() {
+    __shared__ float4 running[2][C::kThreads];
+    return &running[0][threadIdx.x];
+  }
+  __device__ FusedStats() {
+    if constexpr (C::kDbias) sums()[0] = sums()[C::kThreads] = float4{0.0f, 0.0f, 0.0f, 0.0f};
+  }
   __device__ void add(const uint32_t (&w)[C::kR][C::kW], const TileParams& p) {
     if constexpr (C::kDbias) {
+      float t[8];
+      elements<C::kDType>(w[0], t);
 #pragma unroll
-      for (int i = 0; i < C::kR; ++i) {
+      for (int i = 1; i < C::kR; ++i) {
         float v[8];
         elements<C::kDType>(w[i], v);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) s[j] = num::add_rn(s[j], v[j]);
+        for (int j = 0; j < 8; ++j) t[j] = num::add_rn(t[j], v[j]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float4& a = sums()[h * C::kThreads];
+        a = float4{a.x + t[4 * h], a.y + t[4 * h + 1], a.z + t[4 * h + 2], a.w + t[4 * h + 3]};
       }
     }
     if constexpr (C::kFused) {
@@ -390,6 +407,15 @@ struct FusedStats {
   // twice the CTAs, and so twice the atomics, cost mxfp8 + dbias 11 us of 87 at 8192 x 7168).
   __device__ void publish(const TileParams& p, int64_t c0, int lane) {
     if constexpr (C::kDbias) {
+      float s[8];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float4 a = sums()[h * C::kThreads];
+        s[4 * h] = a.x;
+        s[4 * h + 1] = a.y;
+        s[4 * h + 2] = a.z;
+        s[4 * h + 3] = a.w;
+      }
 #pragma unroll
       for (int o = C::kCL; o < 32; o <<= 1)  // across the warp's row lanes
 #pragma unroll
