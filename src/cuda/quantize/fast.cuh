@@ -291,16 +291,15 @@ __device__ __forceinline__ void load_raw(RawTile<C>& t, const TileSrc& s) {
   if constexpr (RawTile<C>::kSecond) load_words<true>(t.second, s.x2, s.pitch2, s.n);
 }
 
-// Eight values of y = f(input). The transcendental activations (erf, tanh, exp) run out of line,
-// a row of 8 per call: inlining them for every element of a tile made ptxas take seconds per
-// JIT cold compile (measured: 9.4 s -> 1.3 s for dgelu+dbias on CI's cores).
+// Eight values of y = f(input). The activations with erf or tanh run out of line, a row of 8
+// per call: inlining them for every element of a tile made ptxas take seconds per JIT cold
+// compile (measured: 9.4 s -> 1.3 s for dgelu+dbias on CI's cores). In the rows shape the sigmoid
+// ones (silu, swiglu's gate, qgelu: ~20 instructions per element) are inlined
+// (activation_inline): the call cost them ~10% (bench/RESULTS.md session 15, mxfp8 swiglu 0.63 ->
+// 0.69 of copy), and the compile stays ~1 s.
 struct Row8 {
   float v[8];
 };
-template <num::Activation kAct>
-inline constexpr bool kCheapActivation =
-    kAct == num::Activation::relu || kAct == num::Activation::srelu || kAct == num::Activation::reglu;
-
 template <num::Activation kAct>
 __device__ __forceinline__ Row8 act_row_inline(Row8 x) {
 #pragma unroll
@@ -321,9 +320,9 @@ template <num::Activation kAct>
 __device__ __noinline__ Row8 dact_row_outlined(Row8 grad, Row8 a) {
   return dact_row_inline<kAct>(grad, a);
 }
-template <num::Activation kAct>
+template <num::Activation kAct, FastShape kShape>
 __device__ __forceinline__ Row8 act_row(Row8 x) {
-  if constexpr (kCheapActivation<kAct>) return act_row_inline<kAct>(x);
+  if constexpr (activation_inline(kAct, kShape)) return act_row_inline<kAct>(x);
   else return act_row_outlined<kAct>(x);
 }
 
@@ -338,16 +337,16 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
     if constexpr (C::kGated) {
       Row8 gate;
       elements<C::kInDType>(t.second[i], gate.v);
-      y = act_row<num::gate_of(C::kAct)>(y);
+      y = act_row<num::gate_of(C::kAct), C::kShape>(y);
 #pragma unroll
       for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], gate.v[j]);
     } else if constexpr (C::kDact) {
       Row8 a;
       elements<C::kInDType>(t.second[i], a.v);
-      if constexpr (kCheapActivation<C::kAct>) y = dact_row_inline<C::kAct>(y, a);
+      if constexpr (activation_inline(C::kAct, C::kShape)) y = dact_row_inline<C::kAct>(y, a);
       else y = dact_row_outlined<C::kAct>(y, a);
     } else {
-      y = act_row<C::kAct>(y);
+      y = act_row<C::kAct, C::kShape>(y);
     }
     const bool live = i < n;
 #pragma unroll

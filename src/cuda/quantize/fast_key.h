@@ -3,6 +3,7 @@
 // kernel, the ahead-of-time launcher and the JIT launcher agree on one definition.
 #pragma once
 
+#include "mxq/numerics/activations.h"
 #include "mxq/numerics/layouts.h"
 #include "mxq/numerics/recipes.h"
 
@@ -34,6 +35,19 @@ constexpr int fuse_bits(int activation, bool dact, bool dbias) {
 // Whether a fused kernel transforms its input (an activation or dact): then the tile holds y as
 // fp32. dbias alone quantizes the input words as loaded, like a plain kernel.
 constexpr bool transforms(const FastKey& k) { return (k.fuse & (kFuseActMask | kFuseDact)) != 0; }
+// Whether a kernel of this shape evaluates the elementwise activation (a gated one's gate)
+// inline: relu and srelu always, the sigmoid ones (~20 instructions per element) in the rows
+// shape, whose 2-4 rows per thread leave the registers for it (the 8-row shapes spilled). The
+// rest (erf, tanh) are called out of line, 8 values per call, which keeps the JIT's cold
+// compile near a second (fast.cuh).
+constexpr bool activation_inline(num::Activation a, FastShape shape) {
+  return a == num::Activation::none || a == num::Activation::relu || a == num::Activation::srelu ||
+         (shape == FastShape::rows && (a == num::Activation::silu || a == num::Activation::qgelu));
+}
+constexpr bool fused_activation_inline(const FastKey& k) {
+  const auto a = num::Activation(k.fuse & kFuseActMask);
+  return activation_inline(num::is_gated(a) ? num::gate_of(a) : a, k.shape);
+}
 // The dtype the tile quantizes.
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
 
@@ -76,7 +90,14 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   FastGeometry g{};
   const bool rows = k.shape == FastShape::rows, colblocks = k.shape == FastShape::colblocks;
   const int dtype = compute_dtype(k);
-  g.r = rows ? (k.dtype == 0 ? 2 : 4) : 8;  // the input's dtype: a fused tile loads the input words
+  // Fused rows kernels with two inputs (gated, dact) or dbias alone take 2 rows of 16-bit input
+  // per thread, not 4: the tiles then fit 80 and 64 registers without spills (3 and 4 CTAs of
+  // 256 threads per SM, against 2 at 128; session 15: mxfp8 + dbias 0.74 -> 0.92-0.97 of copy,
+  // nvfp4 swiglu 0.53 -> 0.56-0.59; a single-input activation was faster with 4 rows). An
+  // activation called out of line (erf, tanh) keeps 128 registers: at 80 its calls spilled.
+  const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
+  const bool half_tile = k.fuse != 0 && k.dtype != 0 && (two_inputs || !transforms(k));
+  g.r = rows ? (k.dtype == 0 || half_tile ? 2 : 4) : 8;  // the input's dtype: a fused tile loads the input words
   g.rl = rows ? 1 : (colblocks ? k.h / 8 : 2);
   g.cl = 32 / g.rl;
   // colblocks: 4 warps down the rows, so that a CTA's transposed output is 128 rows (one full
@@ -94,9 +115,9 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // Register budget: 64 for the rows shape (2 x 16 data words: this tile and the next); the
   // 8-row shapes hold 32 (64 for fp32) and need occupancy more than prefetch (measured: a
   // second register set at 128 registers made MXFP8 row+col and 128 x 128 slower).
-  // Fused: the input words of two tiles (and of their gate / act_input halves) plus y as fp32.
-  const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
-  g.max_regs = rows ? (k.fuse ? (two_inputs ? 128 : transforms(k) ? 96 : 80) : 64) : dtype == 0 ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  // Fused: the input words of two tiles (and of their gate / act_input halves) plus y as fp32;
+  // the half tiles above in 80 (two inputs) and 64 (dbias alone).
+  g.max_regs = rows ? (k.fuse ? (half_tile ? (!two_inputs ? 64 : fused_activation_inline(k) ? 80 : 128) : two_inputs ? 128 : transforms(k) ? 96 : 80) : 64) : dtype == 0 || k.fuse ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
   g.async_load = !rows && k.fuse == 0;

@@ -10,13 +10,15 @@ namespace mxq::cuda {
 //    CTAs as others finish. Persistent one-wave grids gave each CTA ~14 tiles of ~3 us, and the
 //    CTAs' uneven finish cost 0.90 of copy bandwidth where one tile each reaches 0.98-1.01;
 //  - issue-bound FP4: persistent over two waves (0.79 -> 0.80-0.85 of copy);
-//  - fused kernels: one wave, as before (not measured with more CTAs; each CTA publishes its
-//    dbias and amax with atomics once).
+//  - fused rows kernels: one wave (each CTA publishes its dbias and amax with atomics once; one
+//    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15);
+//  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
+//    row+col dgelu + dbias 0.26 -> 0.30-0.31 of copy against one wave).
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
-  const int waves = key.fuse ? 1 : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
+  const int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
   if (waves == 0) return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
   const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm) * waves;
   const int64_t per_wave = std::max<int64_t>(1, slots / gx);     // CTAs down the rows

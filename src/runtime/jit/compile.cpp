@@ -75,7 +75,8 @@ std::string kernel_source(const cuda::FastKey& k) {
 std::vector<std::string> compile_options(int arch) {
   // sm_90a and sm_100a: the architecture-specific targets (griddepcontrol, and later wgmma).
   const std::string target = "--gpu-architecture=sm_" + std::to_string(arch) + (arch >= 90 ? "a" : "");
-  return {target, "-std=c++20", "-default-device"};
+  // -v: ptxas reports registers and spills in the log (Compiled::log; tests hold kernels to 0 spills)
+  return {target, "-std=c++20", "-default-device", "--ptxas-options=-v"};
 }
 
 std::string nvrtc_version() {
@@ -113,12 +114,28 @@ Compiled compile_source(const std::string& src, const std::string& name, int arc
     fail(ErrorCode::internal, what + ": no lowered name for " + name);
   Compiled c;
   c.lowered_name = lowered;
+  c.log = nvrtc_log(prog);
   size_t n = 0;
   if (nvrtcGetCUBINSize(prog, &n) != NVRTC_SUCCESS || n == 0) fail(ErrorCode::internal, what + ": no cubin");
   c.cubin.resize(n);
   nvrtcGetCUBIN(prog, reinterpret_cast<char*>(c.cubin.data()));
   return c;
 }
+
+}  // namespace
+
+int spill_store_bytes(const std::string& log) {
+  int total = 0;
+  const std::string tag = " bytes spill stores";
+  for (size_t at = log.find(tag); at != std::string::npos; at = log.find(tag, at + 1)) {
+    size_t b = at;
+    while (b > 0 && log[b - 1] >= '0' && log[b - 1] <= '9') --b;
+    if (b < at) total += std::stoi(log.substr(b, at - b));
+  }
+  return total;
+}
+
+namespace {
 
 // Disk-cache key of a generated source: a content hash over everything that changes the binary.
 Key128 source_key(const std::string& source, int arch) {

@@ -25,7 +25,10 @@ std::string nvrtc_version();  // "13.0"; "" when NVRTC cannot be queried
 struct Compiled {
   std::string lowered_name;  // the kernel's mangled name in the cubin
   std::vector<uint8_t> cubin;
+  std::string log;  // NVRTC's log: ptxas's registers and spills per function (--ptxas-options=-v)
 };
+// Bytes of local-memory spill stores ptxas reported in a compile log, over all its functions.
+int spill_store_bytes(const std::string& log);
 // Throws Error(unsupported) carrying the NVRTC log, the NVRTC version and the configuration.
 Compiled compile(const cuda::FastKey& k, int arch);
 // A specialisation of the TMA + wgmma GEMM kernel (src/cuda/gemm/wgmma.cuh), compiled from the
