@@ -89,7 +89,8 @@ MXQ_HD float expm1_nonneg(float x) {
   return fma_rn(s, m, add_rn(s, -1.0f));
 }
 
-// e^a = p 2^n for a in [-87, 87] only (the callers hold it there; NaN passes through as p):
+// e^a = p 2^n for a in [-87, 87] only (the callers hold it there; outside, 2^n's bits wrap and
+// the result is wrong, not clamped; NaN passes through as p):
 // the reduction, a degree-6 polynomial for e^r (a minimax fit of the relative error on |r| <=
 // 0.3467, 1.9e-9 before the coefficients' rounding), and 2^n, normal for n in [-126, 126], built
 // from t's bits (t = a log2 e + 1.5 2^23 holds n in its low bits). Callers round p 2^n (+ c)

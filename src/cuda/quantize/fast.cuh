@@ -358,8 +358,9 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
 // the CTA adds its sums to the output (publish: one 16-byte reduction per 4 columns and CTA;
 // zeros outside the tensor add nothing). The running sums live in shared memory, two float4 per
 // thread (two 16-byte loads and stores per tile): held in registers across the loop they were
-// 8 more live registers than the fused kernels have, and ptxas spilled the tiles to local
-// memory (164-336 bytes in mxfp8 + dbias, 1x128 + dbias, row+col + dbias, dgelu / dsilu + dbias).
+// 8 more live registers than the fused kernels had, and ptxas spilled the tiles to local memory
+// (72-336 bytes in mxfp8 + dbias, 1x128 + dbias, row+col + dbias, dgelu / dsilu + dbias; the rest
+// of those spills went with the half tiles of fast_geometry).
 // amax (block recipes given an amax buffer): the largest |y| as fp32 bits, any NaN as the
 // canonical one (0x7fc00000 sorts above Inf), one atomicMax per warp.
 template <class C>
@@ -421,11 +422,11 @@ struct FusedStats {
         for (int j = 0; j < 8; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
       const int warp = threadIdx.x / 32, wr = warp / C::kWC, wc = warp % C::kWC;
       if constexpr (C::kWR > 1) {
-        __shared__ float4 sums[C::kWR][C::kWC][C::kCL][2];
+        __shared__ float4 warp_sums[C::kWR][C::kWC][C::kCL][2];
         if (lane < C::kCL) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            float4& v = sums[wr][wc][lane][h];
+            float4& v = warp_sums[wr][wc][lane][h];
             v.x = s[4 * h];
             v.y = s[4 * h + 1];
             v.z = s[4 * h + 2];
@@ -438,7 +439,7 @@ struct FusedStats {
           for (int r = 1; r < C::kWR; ++r)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const float4 v = sums[r][wc][lane][h];
+              const float4 v = warp_sums[r][wc][lane][h];
               s[4 * h] += v.x;
               s[4 * h + 1] += v.y;
               s[4 * h + 2] += v.z;
