@@ -117,7 +117,7 @@ TEST(JitCompile, FusedVariantsCompileForSm90a) {
 }
 
 // The fused rows kernels keep their tiles in registers: ptxas spills none of them to local
-// memory (in session 15, 10 of 30 did, 44-164 bytes, until the geometry gave two-input and
+// memory (in session 15, 9 of 42 did, 44-164 bytes, until the geometry gave two-input and
 // dbias-only kernels half tiles; mxfp8 + dbias went from 0.74 to 0.92-0.97 of copy bandwidth).
 // fp32 and bf16 input, MXFP8, 1x128 FP8 blocks and NVFP4, and the fusions with the most live
 // values. The 8-row shapes' fused activations still spill (not held here: a known gap).
