@@ -1,5 +1,5 @@
-// The JIT's memory cache: one make() per key across threads, failures cached as failures, and
-// a slow make() of one key does not block hits on another.
+// The JIT's memory cache: one make() per key across threads, failures cached as failures (but
+// Retryable ones not), and a slow make() of one key does not block hits on another.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -45,6 +45,45 @@ TEST(JitMemoryCache, FailuresAreCachedAndRethrown) {
   }
   EXPECT_EQ(makes, 1);
   EXPECT_EQ(c.peek(1), nullptr);
+}
+
+// A Retryable failure (a module load out of device memory) is rethrown as the error it carries
+// and not kept: the next get() makes the value again, and keeps it.
+TEST(JitMemoryCache, RetryableFailuresAreNotKept) {
+  MemoryCache<int> c;
+  int makes = 0;
+  auto make = [&]() -> int {
+    if (++makes < 3) throw Retryable{std::make_exception_ptr(std::runtime_error("out of memory"))};
+    return 5;
+  };
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THROW(c.get(4, make), std::runtime_error);
+    EXPECT_EQ(c.peek(4), nullptr);
+  }
+  EXPECT_EQ(c.get(4, make), 5);
+  EXPECT_EQ(c.get(4, make), 5);
+  EXPECT_EQ(makes, 3);
+  ASSERT_NE(c.peek(4), nullptr);
+  // Threads waiting on a make that fails Retryable make it again themselves; exactly one succeeds.
+  std::atomic<int> tries{0}, ok{0}, failed{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t)
+    pool.emplace_back([&] {
+      try {
+        c.get(6, [&]() -> int {
+          std::this_thread::sleep_for(5ms);
+          if (++tries < 4) throw Retryable{std::make_exception_ptr(std::runtime_error("out of memory"))};
+          return 6;
+        });
+        ++ok;
+      } catch (const std::runtime_error&) {
+        ++failed;
+      }
+    });
+  for (auto& t : pool) t.join();
+  EXPECT_EQ(tries.load(), 4);
+  EXPECT_EQ(failed.load(), 3);
+  EXPECT_EQ(ok.load(), 5);
 }
 
 TEST(JitMemoryCache, ColdMakeDoesNotBlockHitsOnOtherKeys) {

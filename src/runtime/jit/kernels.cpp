@@ -37,17 +37,20 @@ MemoryCache<Loaded>& functions() {
 // The driver API through the runtime's entry points: the library does not link libcuda, so
 // that it loads on machines without a driver (CI).
 template <class F>
-F* driver(const char* name) {
+F* driver(const char* name, bool required = true) {  // not required: nullptr when missing
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult q{};
   if (cudaGetDriverEntryPointByVersion(name, &fn, 12080, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || !fn)
+      q != cudaDriverEntryPointSuccess || !fn) {
+    if (!required) return nullptr;
     fail(ErrorCode::device_error, std::string("jit: the CUDA driver has no ") + name);
+  }
   return reinterpret_cast<F*>(fn);
 }
 struct Driver {
   decltype(cuModuleLoadData)* module_load = driver<decltype(cuModuleLoadData)>("cuModuleLoadData");
   decltype(cuModuleGetFunction)* get_function = driver<decltype(cuModuleGetFunction)>("cuModuleGetFunction");
+  decltype(cuModuleUnload)* module_unload = driver<decltype(cuModuleUnload)>("cuModuleUnload", false);
   decltype(cuLaunchKernelEx)* launch = driver<decltype(cuLaunchKernelEx)>("cuLaunchKernelEx");
   decltype(cuFuncSetAttribute)* set_attribute = driver<decltype(cuFuncSetAttribute)>("cuFuncSetAttribute");
   decltype(cuOccupancyMaxActiveBlocksPerMultiprocessor)* occupancy =
@@ -60,13 +63,22 @@ const Driver& drv() {
   return d;
 }
 
-void check_cu(CUresult r, const std::string& what) {
-  if (r == CUDA_SUCCESS) return;
+std::string cu_failure(CUresult r, const std::string& what) {
   const char* name = nullptr;
   const char* text = nullptr;
   drv().error_name(r, &name);
   drv().error_string(r, &text);
-  fail(ErrorCode::device_error, what + " failed: " + (name ? name : "?") + ": " + (text ? text : "?"));
+  return what + " failed: " + (name ? name : "?") + ": " + (text ? text : "?");
+}
+void check_cu(CUresult r, const std::string& what) {
+  if (r != CUDA_SUCCESS) fail(ErrorCode::device_error, cu_failure(r, what));
+}
+// As check_cu, inside a memory-cache make(): running out of device memory is Retryable (not kept
+// as the configuration's entry: the next call loads it again), any other failure is kept.
+void check_cu_cached(CUresult r, const std::string& what) {
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    throw Retryable{std::make_exception_ptr(Error(ErrorCode::device_error, cu_failure(r, what)))};
+  check_cu(r, what);
 }
 
 // MXQ_CACHE_MAX_MB: a positive integer; anything else keeps the default 1024 with one warning.
@@ -123,16 +135,22 @@ const Compiled& cached(MemoryCache<Compiled>& cache, uint64_t packed, const Key1
   });
 }
 
-// Loads `c` into `device`'s primary context with `smem` bytes of dynamic shared memory allowed.
+// Loads `c` into `device`'s primary context with `smem` bytes of dynamic shared memory allowed
+// (inside a memory-cache make(): out of device memory is Retryable).
 Loaded load(const Compiled& c, int device, int smem, const std::string& text) {
   cuda::RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
   cuda::check_cuda(cudaSetDevice(device), "cudaSetDevice");  // the primary context, current for the driver API
   Loaded l{};
-  check_cu(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + text);
-  check_cu(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
-  if (smem > 0)
-    check_cu(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-             "jit: allowing " + std::to_string(smem) + " bytes of shared memory to " + text);
+  check_cu_cached(drv().module_load(&l.module, c.cubin.data()), "jit: loading " + text);
+  try {  // a failure past the load unloads the module: a Retryable one loads it again
+    check_cu_cached(drv().get_function(&l.fn, l.module, c.lowered_name.c_str()), "jit: finding " + c.lowered_name);
+    if (smem > 0)
+      check_cu_cached(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+                      "jit: allowing " + std::to_string(smem) + " bytes of shared memory to " + text);
+  } catch (...) {
+    if (drv().module_unload) drv().module_unload(l.module);
+    throw;
+  }
   return l;
 }
 }  // namespace

@@ -1,6 +1,8 @@
 // The JIT's in-memory cache: one value per integer key, made once. Concurrent requests for the
 // same key wait for the one that makes it (N threads compile a configuration once); a make()
-// that throws is cached as that error and rethrown to every later caller (negative entries);
+// that throws is cached as that error and rethrown to every later caller (negative entries),
+// except a Retryable one (a module load out of device memory), which is rethrown and not kept:
+// the next caller makes the value again;
 // the map lock is never held while a value is made, so a cold compile of one configuration
 // does not block hits on others. A hit is a lookup in a small per-thread table (no shared
 // cache line is written) and an acquire load; a miss there takes the shared map lock.
@@ -16,6 +18,12 @@
 #include <unordered_map>
 
 namespace mxq::runtime::jit {
+
+// Thrown by a make() whose failure may not recur (out of memory): the cache rethrows `error`
+// and keeps no entry, so the next get() makes the value again.
+struct Retryable {
+  std::exception_ptr error;
+};
 
 template <class V>
 class MemoryCache {
@@ -44,14 +52,21 @@ class MemoryCache {
       s = p.get();
     }
     if (!s->ready.load(std::memory_order_acquire)) {
-      std::call_once(s->once, [&] {
-        try {
-          s->value.emplace(make());
-        } catch (...) {
-          s->error = std::current_exception();
+      std::exception_ptr again;  // a Retryable failure: rethrown, not kept
+      {
+        std::lock_guard<std::mutex> making(s->make_mu);  // one make at a time; the others wait, then hit
+        if (!s->ready.load(std::memory_order_relaxed)) {
+          try {
+            s->value.emplace(make());
+          } catch (const Retryable& r) {
+            again = r.error;
+          } catch (...) {
+            s->error = std::current_exception();
+          }
+          if (!again) s->ready.store(true, std::memory_order_release);
         }
-        s->ready.store(true, std::memory_order_release);
-      });
+      }
+      if (again) std::rethrow_exception(again);
     }
     set[way] = {id_, key, s};
     if (s->error) std::rethrow_exception(s->error);
@@ -71,7 +86,7 @@ class MemoryCache {
 
  private:
   struct Slot {
-    std::once_flag once;
+    std::mutex make_mu;
     std::atomic<bool> ready{false};
     std::optional<V> value;
     std::exception_ptr error;
