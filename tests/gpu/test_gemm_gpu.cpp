@@ -230,7 +230,8 @@ TEST(GpuGemm, EpilogueAlphaCBiasExact) {
               uint32_t bits = 0;
               std::memcpy(&bits, at, size_t(esz));
               if (j >= n) {
-                ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu) << where << ": padding written at (" << i << ", " << j << ")";
+                ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu)
+                    << where << ": padding written at (" << i << ", " << j << ")";
                 continue;
               }
               int64_t exact = 0;

@@ -140,11 +140,13 @@ MXQ_HD float tanh_f(float x) {
 // exchange algorithm for this library (session 15); ~33 SASS instructions against ~50.
 MXQ_HD float erf_f(float x) {
   const float a = abs_f(x);
-  const float cs[7] = {7.889123662607744e-05f, -8.020842215046287e-04f, 5.189535673707724e-03f, -2.6854444295167923e-02f,
-                       1.1283600330352783e-01f, -3.761262595653534e-01f, 1.1283791065216064f};
+  const float cs[7] = {7.889123662607744e-05f,  -8.020842215046287e-04f, 5.189535673707724e-03f,
+                       -2.6854444295167923e-02f, 1.1283600330352783e-01f, -3.761262595653534e-01f,
+                       1.1283791065216064f};
   const float small = mul_rn(a, horner(mul_rn(a, a), cs));
-  const float cl[7] = {1.8557391013018787e-04f, -1.559977390570566e-04f, 2.457789145410061e-03f, -1.0717765428125858e-02f,
-                       -9.438853859901428e-01f, -5.352694034576416f, -7.806818008422852f};
+  const float cl[7] = {1.8557391013018787e-04f, -1.559977390570566e-04f, 2.457789145410061e-03f,
+                       -1.0717765428125858e-02f, -9.438853859901428e-01f, -5.352694034576416f,
+                       -7.806818008422852f};
   const ExpParts e = exp_parts(horner(add_rn(a < 4.0f ? a : 4.0f, -2.5f), cl));
   const float large = fma_rn(-e.p, e.s, 1.0f);
   const float r = a < 1.0f ? small : large;

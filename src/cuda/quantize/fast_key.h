@@ -118,7 +118,13 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // Fused: the input words of two tiles (and of their gate / act_input halves) plus y as fp32;
   // the half tiles above in 80 (two inputs) and 64 (dbias alone). Every fused 8-row kernel,
   // dbias alone included (232 bytes of spills at 80), takes 128.
-  g.max_regs = rows ? (k.fuse ? (half_tile ? (!two_inputs ? 64 : fused_activation_inline(k) ? 80 : 128) : two_inputs ? 128 : transforms(k) ? 96 : 80) : 64) : dtype == 0 || k.fuse ? 128 : k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  g.max_regs = [&] {
+    if (rows && !k.fuse) return 64;
+    if (rows && half_tile) return !two_inputs ? 64 : fused_activation_inline(k) ? 80 : 128;
+    if (rows) return two_inputs ? 128 : transforms(k) ? 96 : 80;
+    if (dtype == 0 || k.fuse) return 128;
+    return k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
+  }();
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
   g.async_load = !rows && k.fuse == 0;

@@ -18,7 +18,8 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
-  const int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
+  const int waves =
+      key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
   if (waves == 0) return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
   const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm) * waves;
   const int64_t per_wave = std::max<int64_t>(1, slots / gx);     // CTAs down the rows
