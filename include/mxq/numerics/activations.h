@@ -90,22 +90,18 @@ MXQ_HD float expm1_nonneg(float x) {
 }
 
 // e^a = p 2^n for a in [-87, 87] only (the callers hold it there; outside, 2^n's bits wrap and
-// the result is wrong, not clamped; NaN passes through as p):
-// the reduction, a degree-6 polynomial for e^r (a minimax fit of the relative error on |r| <=
-// 0.3467, 1.9e-9 before the coefficients' rounding), and 2^n, normal for n in [-126, 126], built
-// from t's bits (t = a log2 e + 1.5 2^23 holds n in its low bits). Callers round p 2^n (+ c)
-// once. No clamp, no NaN select, no subnormal split: ~10 SASS instructions against exp_f's ~25,
-// for the fused activations, which are bound by instruction issue.
+// the result is wrong, not clamped; NaN passes through as p): exp_f's reduction (reduce_ln2), a
+// degree-6 polynomial for e^r (a minimax fit of the relative error on |r| <= 0.3467, 1.9e-9
+// before the coefficients' rounding), and 2^n, normal for n in [-126, 126]. Callers round
+// p 2^n (+ c) once. No clamp, no NaN select, no subnormal split: ~10 SASS instructions against
+// exp_f's ~25, for the fused activations, which are bound by instruction issue.
 struct ExpParts {
   float p, s;
 };
 MXQ_HD ExpParts exp_parts(float a) {
-  const float magic = 12582912.0f;
-  const float t = fma_rn(a, 1.44269502162933349609f, magic);
-  const float n = add_rn(t, -magic);
-  const float r = fma_rn(n, -1.42860676533018704e-06f, fma_rn(n, -0.693145751953125f, a));
+  const Ln2Reduced d = reduce_ln2(a);
   const float c[7] = {1.38368085e-03f, 8.37484561e-03f, 4.16682288e-02f, 1.66664198e-01f, 4.99999911e-01f, 1.0f, 1.0f};
-  return {horner(r, c), bits_float((float_bits(t) - float_bits(magic) + 127u) << 23)};
+  return {horner(d.r, c), pow2_normal(d.n)};
 }
 MXQ_HD float exp_in_range(float a) {
   const ExpParts e = exp_parts(a);

@@ -244,14 +244,14 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     else if (dev >= 64) why = "the JIT's GEMM cache keys devices 0..63 (device " + std::to_string(dev) + ")";
     else why = jit::gemm_key_problem(key);  // N or K of 2^24 or more
     if (why.empty()) {
-      jit::prepare_gemm(key, dev);  // a failed compile throws here, before anything is enqueued
       CUtensorMap maps[3];
       unsigned grid = 0;
       if (!cuda::gemm_wgmma_setup(p, ad.sms, maps, grid))
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
-      jit::launch_gemm(key, dev, grid, maps, p, stream);
+      jit::launch_gemm(key, dev, grid, maps, p, stream);  // compiles or loads first: a failure enqueues none
       record_dispatch("gemm", Backend::cuda_jit,
-                      wgmma_kernel_text(opt.promote_k) + ", specialised N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
+                      wgmma_kernel_text(opt.promote_k) + ", specialised N=" + std::to_string(p.n) +
+                          " K=" + std::to_string(p.k));
       return;
     }
     fallback("gemm", "cuda-jit", own, why);

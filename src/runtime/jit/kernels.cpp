@@ -227,8 +227,6 @@ const Compiled& compiled_gemm(const GemmKey& key, int arch) {
                 gemm_key_text(key) + " sm_" + std::to_string(arch), [&] { return compile_gemm(key, arch); });
 }
 
-void prepare_gemm(const GemmKey& key, int device) { gemm_loaded(key, device); }
-
 void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[3], const cuda::GemmParams& p,
                  cudaStream_t stream) {
   if ((key.n && key.n != p.n) || (key.k && key.k != p.k))

@@ -32,11 +32,11 @@ bool is_loaded(const cuda::FastKey& key, int device);
 void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, int sms, cudaStream_t stream,
                    const cuda::TileParams& p);
 
-// The GEMM's specialised tma-wgmma kernels, the same way: compiled (or found) for `device`'s arch
-// and loaded into its context by prepare_gemm; launch_gemm launches one with the maps and grid
-// cuda::gemm_wgmma_setup made for p (whose N and K must be the key's where the key names them).
+// The GEMM's specialised tma-wgmma kernels, the same way: launch_gemm compiles (or finds) the
+// kernel for `device`'s arch, loads it into its context (a failure throws before anything is
+// enqueued) and launches it with the maps and grid cuda::gemm_wgmma_setup made for p (whose N and
+// K must be the key's where the key names them).
 const Compiled& compiled_gemm(const GemmKey& key, int arch);
-void prepare_gemm(const GemmKey& key, int device);
 void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[3], const cuda::GemmParams& p,
                  cudaStream_t stream);
 
