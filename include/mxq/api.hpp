@@ -135,6 +135,9 @@ struct GemmOptions {
   // FMAs: on the H200 (bench/RESULTS.md), 32 keeps the fp32 relative error under 2e-4 and 128
   // (DeepGEMM's interval; cuBLASLt's accuracy, 3.4e-4) is 1.5x faster. Other kernels ignore it.
   int promote_k = 32;
+  // Rows of the wgmma kernel's output tiles: 0 lets the plan choose (gemm_plan: 256 where the
+  // shape has tiles enough for every SM, else 128); 128 or 256 forces one. Other kernels ignore it.
+  int block_m = 0;
   const TensorView* c = nullptr;
   const float* bias = nullptr;
   void* stream = nullptr;

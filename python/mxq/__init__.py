@@ -343,7 +343,7 @@ def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False,
 
 
 def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, bias=None, out_dtype: str = "float32",
-         backend: str = "auto", promote_k: int = 32):
+         backend: str = "auto", promote_k: int = 32, block_m: int = 0):
     """Block-scaled FP8 GEMM: alpha * A . B^T (+ c) (+ bias), A (M, K) and B (N, K) both quantized
     K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
     Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
@@ -352,18 +352,19 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     else cuBLASLt's block-scaled GEMM, else our decode or generic kernel; "cublaslt" and
     "cuda-aot" ask for one side (mxq/api.hpp lists the conditions). ``promote_k`` (32, 64 or 128)
     is the K extent of the wgmma kernel's tensor-core partial sums: 32 is the accurate default,
-    128 DeepGEMM's interval (faster, cuBLASLt's accuracy)."""
+    128 DeepGEMM's interval (faster, cuBLASLt's accuracy). ``block_m`` (0, 128 or 256) is the
+    wgmma kernel's tile rows; 0 lets ``gemm_plan`` choose."""
     fa = _quantized_framework(a, "gemm")
     fb = _quantized_framework(b, "gemm")
     if fa is not fb:
         raise TypeError(f"gemm: a holds {fa.name} arrays and b {fb.name} arrays; expected one library")
     if fa.name == "torch":
-        return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k)
+        return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m)
     if fa.name == "numpy":
         c = None if c is None else np.ascontiguousarray(np.asarray(c, dtype=np.float32))
         bias = None if bias is None else np.ascontiguousarray(np.asarray(bias, dtype=np.float32)).reshape(-1)
     return _ops.gemm_into(fa, a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
-                          b.scales, alpha, c, bias, out_dtype, backend, promote_k)
+                          b.scales, alpha, c, bias, out_dtype, backend, promote_k, block_m=block_m)
 
 
 def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132) -> dict:

@@ -167,7 +167,8 @@ def dequantize_into(fw, recipe: str, rows: int, cols: int, bufs, dtype: str, col
 
 
 def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str, n: int, kb: int, b_data, b_scales,
-              alpha: float, c, bias, out_dtype: str, backend: str, promote_k: int = 32, run: bool = True):
+              alpha: float, c, bias, out_dtype: str, backend: str, promote_k: int = 32, run: bool = True,
+              block_m: int = 0):
     if out_dtype not in ("float32", "bfloat16"):
         raise TypeError(f"gemm: out_dtype={out_dtype!r}; expected 'float32' or 'bfloat16'")
     device = fw.device(a_data, "gemm", "a.data")
@@ -188,5 +189,5 @@ def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str
                b_recipe, n, kb, buffer_arg(fw, b_data, lb.data, "data", "gemm", device),
                buffer_arg(fw, b_scales, lb.scales, "scales", "gemm", device),
                fw.address(d), out_dtype, float(alpha), 0 if c is None else fw.address(c),
-               0 if bias is None else fw.address(bias), backend, int(promote_k), device, fw.stream(device))
+               0 if bias is None else fw.address(bias), backend, int(promote_k), device, fw.stream(device), int(block_m))
     return d

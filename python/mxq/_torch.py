@@ -159,16 +159,17 @@ def _dequantize_fake(recipe, rows, cols, data, scales, col_data, col_scales, glo
 @torch.library.custom_op("mxq::gemm", mutates_args=())
 def gemm_op(a_recipe: str, m: int, k: int, a_data: torch.Tensor, a_scales: torch.Tensor, b_recipe: str, n: int,
             kb: int, b_data: torch.Tensor, b_scales: torch.Tensor, alpha: float, c: Optional[torch.Tensor],
-            bias: Optional[torch.Tensor], out_dtype: str, backend: str, promote_k: int) -> torch.Tensor:
+            bias: Optional[torch.Tensor], out_dtype: str, backend: str, promote_k: int,
+            block_m: int = 0) -> torch.Tensor:
     return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,
-                          bias, out_dtype, backend, promote_k)
+                          bias, out_dtype, backend, promote_k, block_m=block_m)
 
 
 @gemm_op.register_fake
 def _gemm_fake(a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c, bias, out_dtype,
-               backend, promote_k):
+               backend, promote_k, block_m=0):
     return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,
-                          bias, out_dtype, backend, promote_k, run=False)
+                          bias, out_dtype, backend, promote_k, run=False, block_m=block_m)
 
 
 def quantize(x, recipe: str, canonical: str, amax, scale, backend, activation, act_input, dbias, noop, make):
@@ -188,7 +189,7 @@ def dequantize(q, dtype: str, columnwise: bool, backend: str):
                                     q.global_scale, q.amax, dtype, bool(columnwise), backend)
 
 
-def gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k):
+def gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m=0):
     return torch.ops.mxq.gemm(a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
-                              b.scales, float(alpha), c, bias, out_dtype, backend, int(promote_k))
+                              b.scales, float(alpha), c, bias, out_dtype, backend, int(promote_k), int(block_m))
 

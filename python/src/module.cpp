@@ -234,7 +234,7 @@ NB_MODULE(_core, m) {
       [](const std::string& a_recipe, int64_t m_, int64_t k, BufferArg a_data, BufferArg a_scales,
          const std::string& b_recipe, int64_t n, int64_t kb, BufferArg b_data, BufferArg b_scales, uintptr_t d,
          const std::string& d_dtype, float alpha, uintptr_t c, uintptr_t bias, const std::string& backend,
-         int promote_k, DeviceArg device, uintptr_t stream) {
+         int promote_k, DeviceArg device, uintptr_t stream, int block_m) {
         const BufferArg none{0, 0};
         const mxq::QuantizedTensor qa =
             quantized_of(mxq::Recipe::parse(a_recipe), m_, k, a_data, a_scales, none, none, none, none, device);
@@ -246,6 +246,7 @@ NB_MODULE(_core, m) {
         o.backend = mxq::parse_backend(backend);
         o.alpha = alpha;
         o.promote_k = promote_k;
+        o.block_m = block_m;
         o.stream = reinterpret_cast<void*>(stream);
         if (c) {
           cv = view_of(c, "float32", {m_, n}, {n, 1}, "c", device);
@@ -257,7 +258,7 @@ NB_MODULE(_core, m) {
       },
       "a_recipe"_a, "m"_a, "k"_a, "a_data"_a, "a_scales"_a, "b_recipe"_a, "n"_a, "kb"_a, "b_data"_a, "b_scales"_a, "d"_a,
       "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a, "promote_k"_a = 32, "device"_a = DeviceArg{0, 0},
-      "stream"_a = 0);
+      "stream"_a = 0, "block_m"_a = 0);
 
   m.def(
       "dequantize",

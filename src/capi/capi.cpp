@@ -394,6 +394,7 @@ mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int6
       }
       opt.stream = options->stream;
       opt.promote_k = options->promote_k;
+      opt.block_m = options->block_m;
     }
     gemm(qa, qb, dv, opt);
   });

@@ -30,7 +30,7 @@ std::array<int64_t, 3> parse_gemm_shape(const std::string& text) {
 }
 
 std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& shapes,
-                                     const std::vector<std::pair<Backend, int>>& backends) {
+                                     const std::vector<GemmBenchRun>& runs) {
   const Device gpu{DeviceKind::cuda, 0};
   const Recipe ra = Recipe::parse("fp8_block_1x128:layout=mn_major_tma"), rb = Recipe::parse("fp8_block_128x128");
   std::vector<GemmBenchRow> rows;
@@ -48,12 +48,13 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
     quantize(TensorView::matrix(xb.data(), DType::bfloat16, n, k, -1, gpu), vb);
     const TensorView dv = TensorView::matrix(d.data(), DType::bfloat16, m, n, -1, gpu);
     const size_t first = rows.size();
-    for (auto [be, promote_k] : backends) {
-      GemmBenchRow r{m, n, k, backend_name(be), "", "", 0, 0, 0, 0, 0};
+    for (const GemmBenchRun& run : runs) {
+      GemmBenchRow r{m, n, k, backend_name(run.backend), "", "", 0, 0, 0, 0, 0};
       try {
         GemmOptions o;
-        o.backend = be;
-        o.promote_k = promote_k;
+        o.backend = run.backend;
+        o.promote_k = run.promote_k;
+        o.block_m = run.block_m;
         const double ms = runtime::graph_ms_per_call(gpu, [&](void* stream) {
           o.stream = stream;
           gemm(va, vb, dv, o);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <array>
-#include <utility>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,10 +23,16 @@ std::vector<std::array<int64_t, 3>> gemm_bench_shapes();
 // "MxNxK" -> {M, N, K}; throws naming the argument otherwise.
 std::array<int64_t, 3> parse_gemm_shape(const std::string& text);
 
+// One timed configuration: a backend and the GemmOptions our wgmma kernel reads.
+struct GemmBenchRun {
+  Backend backend;
+  int promote_k = 32;
+  int block_m = 0;  // 0: the plan's choice
+};
 // A 1x128 (mn_major_tma) x B 128x128, bf16 D, operands quantized on GPU 0 by mxq::quantize;
 // device time per call under CUDA-graph replay.
 std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& shapes,
-                                     const std::vector<std::pair<Backend, int>>& backends);  // (backend, promote_k)
+                                     const std::vector<GemmBenchRun>& runs);
 
 std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows);
 

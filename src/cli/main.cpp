@@ -56,16 +56,19 @@ int run_info(bool as_json) {
 }
 
 int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::string& backend_list, int promote_k,
-                   bool as_json) {
+                   const std::vector<int>& block_ms, bool as_json) {
   std::vector<std::array<int64_t, 3>> shapes;
   for (const auto& t : shape_texts) shapes.push_back(mxq::cli::parse_gemm_shape(t));
   if (shapes.empty()) shapes = mxq::cli::gemm_bench_shapes();
-  std::vector<std::pair<mxq::Backend, int>> backends;
+  std::vector<mxq::cli::GemmBenchRun> backends;
   for (size_t at = 0; at <= backend_list.size();) {
     const size_t end = std::min(backend_list.find(',', at), backend_list.size());
     const mxq::Backend b = mxq::parse_backend(backend_list.substr(at, end - at), "--backends");
     if (b == mxq::Backend::cpu) mxq::fail_arg("--backends: cpu is the fp64 reference, not a GPU backend to time");
-    backends.push_back({b, promote_k});
+    for (const int bm : block_ms) {  // cuBLASLt has no tile option: once
+      if (b == mxq::Backend::cublaslt && bm != block_ms.front()) continue;
+      backends.push_back({b, promote_k, bm});
+    }
     at = end + 1;
   }
   if (mxq::runtime::cuda_device_count() == 0)
@@ -153,7 +156,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> warm_recipes;
   int warm_arch = 0, warm_threads = 0;
   cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
-  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..] for the GEMM kernel specialised on N and K (default: every quantize preset and option)");
+  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..] for the GEMM kernel specialised on N and K (both tile heights without block_m) (default: every quantize preset and option)");
   cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
   cache->add_option("--threads", warm_threads, "warmup: compiler threads (default: one per core)");
   cache->add_flag("--json", as_json, "machine-readable output");
@@ -179,6 +182,12 @@ int main(int argc, char** argv) {
   bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), auto");
   int bpromote = 32;
   bgemm->add_option("--promote-k", bpromote, "GemmOptions::promote_k of our wgmma kernel: 32, 64 or 128");
+  std::vector<int> bblock_m{0};
+  bgemm
+      ->add_option("--block-m", bblock_m,
+                   "GemmOptions::block_m of our wgmma kernel, one run each: 0 (the plan's choice), 128, 256")
+      ->delimiter(',')
+      ->check(CLI::IsMember({0, 128, 256}));
   bgemm->add_flag("--json", as_json, "machine-readable output");
 
   CLI11_PARSE(app, argc, argv);
@@ -209,7 +218,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
-    if (*bgemm) return run_bench_gemm(bshapes, bbackends, bpromote, as_json);
+    if (*bgemm) return run_bench_gemm(bshapes, bbackends, bpromote, bblock_m, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);
       const auto L = mxq::plan(r, rows, cols);

@@ -77,15 +77,17 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";
       p.why = "M=" + std::to_string(m) +
-              (m > kDecodeMaxM      ? " > " + std::to_string(kDecodeMaxM)
-               : k % 128 != 0       ? std::string(", K % 128 != 0")
-                                    : std::string(" (the decode kernel's tiles would take 2 waves)")) +
-              ": 128x128 tiles on a persistent grid of min(tiles, SMs) CTAs";
-      p.block_m = kWgmmaBM;
+              (m > kDecodeMaxM ? " > " + std::to_string(kDecodeMaxM)
+               : k % 128 != 0  ? std::string(", K % 128 != 0")
+                               : std::string(" (the decode kernel's tiles would take 2 waves)")) +
+              ": " + std::to_string(wgmma_block_m(m, n, arch.sms)) +
+              "x128 tiles (256 rows where the waves of 256-row tiles are estimated shorter) on a persistent grid of "
+              "min(tiles, SMs) CTAs";
+      p.block_m = wgmma_block_m(m, n, arch.sms);
       p.block_n = kWgmmaBN;
-      p.stages = kWgmmaStages;
-      p.tiles = ceil_div(m, kWgmmaBM) * ceil_div(n, kWgmmaBN);
-      p.smem_bytes = kWgmmaSmemBytes;
+      p.stages = wgmma_stages(p.block_m);
+      p.tiles = wgmma_tiles(m, n, p.block_m);
+      p.smem_bytes = wgmma_smem_bytes(p.block_m);
       break;
     case GemmPath::generic:
       p.path = "generic";

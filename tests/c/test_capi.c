@@ -485,6 +485,10 @@ static void test_gemm_exact(void) {
   o.promote_k = 48;
   check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
               "options.promote_k=48; expected 32, 64 or 128", "promote_k not 32, 64 or 128");
+  o.promote_k = 32;
+  o.block_m = 192;
+  check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
+              "options.block_m=192; expected 128 or 256", "block_m not 0, 128 or 256");
   quantized_free(&qa);
   quantized_free(&qb);
   mxq_recipe_destroy(ra);

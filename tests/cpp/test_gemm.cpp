@@ -112,21 +112,29 @@ TEST(Gemm, ValidationNamesTheArgument) {
   expect(b, a, 8, 8, "a.recipe=fp8_block_128x128");
   const Operand b2 = make("fp8_block_128x128", 8, 128, 10, false);
   expect(a, b2, 4, 16, "d is (4, 16); expected (M, N) = (8, 8)");
+  // an option out of range is refused, naming it, its value and what it takes
+  auto refused = [&](const GemmOptions& o, const std::string& message) {
+    try {
+      gemm(const_cast<Outputs&>(a.q).view(), const_cast<Outputs&>(b2.q).view(), f32_matrix(d, 8, 8), o);
+      ADD_FAILURE() << "accepted; expected " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
   for (int pk : {0, 16, 96, 256}) {
     GemmOptions o;
     o.promote_k = pk;
-    try {
-      gemm(const_cast<Outputs&>(a.q).view(), const_cast<Outputs&>(b2.q).view(), f32_matrix(d, 8, 8), o);
-      ADD_FAILURE() << "promote_k=" << pk << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("options.promote_k=" + std::to_string(pk) + "; expected 32, 64 or 128"),
-                std::string::npos)
-          << e.what();
-    }
+    refused(o, "options.promote_k=" + std::to_string(pk) + "; expected 32, 64 or 128");
   }
-  for (int pk : {32, 64, 128}) {  // the CPU reference ignores it: the same fp64 result
+  for (int bm : {-1, 64, 192, 512}) {
+    GemmOptions o;
+    o.block_m = bm;
+    refused(o, "options.block_m=" + std::to_string(bm) + "; expected 128 or 256");
+  }
+  for (auto [pk, bm] : {std::pair{32, 0}, {64, 128}, {128, 256}}) {  // the CPU reference ignores both: fp64
     GemmOptions o;
     o.promote_k = pk;
+    o.block_m = bm;
     EXPECT_NO_THROW(gemm(const_cast<Outputs&>(a.q).view(), const_cast<Outputs&>(b2.q).view(), f32_matrix(d, 8, 8), o));
   }
 }

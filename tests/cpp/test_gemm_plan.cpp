@@ -47,15 +47,42 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
 TEST(GemmPlan, WgmmaTilesAreTheKernels) {
   const GemmPlan p = plan_gemm(4096, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200);
   EXPECT_EQ(p.path, "tma-wgmma");
-  EXPECT_EQ(p.block_m, 128);
+  EXPECT_EQ(p.block_m, 256);
   EXPECT_EQ(p.block_n, 128);
-  EXPECT_EQ(p.stages, gemm_config::kWgmmaStages);
-  EXPECT_EQ(p.smem_bytes, gemm_config::kWgmmaSmemBytes);
-  EXPECT_EQ(p.tiles, 32 * 56);
-  EXPECT_EQ(p.waves, 14);  // 1792 tiles on 132 SMs
+  EXPECT_EQ(p.stages, gemm_config::WgmmaTile<256>::kStages);
+  EXPECT_EQ(p.smem_bytes, gemm_config::WgmmaTile<256>::kSmemBytes);
+  EXPECT_EQ(p.tiles, 16 * 56);
+  EXPECT_EQ(p.waves, 7);  // 896 tiles on 132 SMs
   EXPECT_EQ(p.cluster, 1);
+  const GemmPlan q = plan_gemm(128, 7168, 7168, GemmKind::d1d2, DType::bfloat16, kH200);
+  EXPECT_EQ(q.block_m, 128);
+  EXPECT_EQ(q.stages, gemm_config::WgmmaTile<128>::kStages);
+  EXPECT_EQ(q.smem_bytes, gemm_config::WgmmaTile<128>::kSmemBytes);
+  EXPECT_EQ(q.tiles, 56);
   // K % 128 != 0 keeps a small M off the decode kernel and on the wgmma one
   EXPECT_EQ(plan_gemm(1, 200, 1120, GemmKind::d1d2, DType::float32, kH200).path, "tma-wgmma");
+}
+
+// 256-row tiles where their waves (times 2 x 0.9 of a 128-row tile's work) are shorter than the
+// 128-row tiles' waves; 128 where a 256-row tile would leave SMs idle.
+TEST(GemmPlan, WgmmaTileRowsByWaves) {
+  struct Case {
+    int64_t m, n;
+    int bm;
+  };
+  for (const Case c :
+       {Case{65, 7168, 128}, Case{128, 7168, 128}, Case{256, 7168, 128},  // 1 wave of 128 rows
+        Case{257, 7168, 256},  // 168 tiles of 128 rows: 2 waves (20) against 1 of 256 (18)
+        Case{512, 7168, 256}, Case{1024, 7168, 256}, Case{4096, 7168, 256}, Case{8192, 8192, 256},
+        Case{4096, 24576, 256}, Case{1024, 2112, 256},  // 136 tiles of 128 rows: 2 waves (20) against 1 of 256 (18)
+        Case{2048, 2112, 128},                          // 272 tiles: 3 waves (30) against 2 of 256 (36)
+        Case{4096, 2112, 128},                          // 544 tiles: 5 waves (50) against 3 of 256 (54)
+        Case{128 * 132 + 1, 128, 256}}) {
+    const int64_t w128 = (gemm_config::wgmma_tiles(c.m, c.n, 128) + 131) / 132 * 10;
+    const int64_t w256 = (gemm_config::wgmma_tiles(c.m, c.n, 256) + 131) / 132 * 18;
+    EXPECT_EQ(gemm_config::wgmma_block_m(c.m, c.n, 132), w256 < w128 ? 256 : 128) << c.m << "x" << c.n;
+    EXPECT_EQ(plan_gemm(c.m, c.n, 7168, GemmKind::d1d2, DType::bfloat16, kH200).block_m, c.bm) << c.m << "x" << c.n;
+  }
 }
 
 // The wgmma kernel's persistent tile order visits every (M block, N block) exactly once, with

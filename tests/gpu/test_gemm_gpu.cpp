@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/host_tensor.hpp"
@@ -73,12 +74,13 @@ struct HostCopy {
 };
 
 std::vector<float> run_gemm(QuantizedBuffers& a, QuantizedBuffers& b, int64_t m, int64_t n, DType dt, Backend be,
-                            std::string* ran = nullptr, int promote_k = 32) {
+                            std::string* ran = nullptr, int promote_k = 32, int block_m = 0) {
   DeviceBuffer d(kGpu, m * n * 4);
   d.fill(0xcd);
   GemmOptions o;
   o.backend = be;
   o.promote_k = promote_k;
+  o.block_m = block_m;
   gemm(a.view(), b.view(), TensorView::matrix(d.data(), dt, m, n, -1, kGpu), o);
   if (ran) *ran = last_dispatch().backend + " " + last_dispatch().kernel;
   runtime::device_synchronize(kGpu);
@@ -107,6 +109,7 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
     int64_t m, n, k;
     Backend be;
     const char* kernel;  // what must run
+    int block_m = 0;     // GemmOptions::block_m
   };
   // pow2 scales: every product code * scale is exact
   const char *tma = "fp8_block_1x128:pow2=1,layout=mn_major_tma", *row = "fp8_block_1x128:pow2=1",
@@ -119,9 +122,16 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, blk, 300, 136, 48, Backend::cuda_aot, "wgmma 128x128"},
                         Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "wgmma 128x128"},
                         Case{tma, blk, 2100, 2200, 512, Backend::cuda_aot, "wgmma 128x128"},
+                        // its 256-row tiles: the same tails, and a tile of 1 row in 256
+                        Case{tma, blk, 257, 300, 1120, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, blk, 300, 136, 48, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, blk, 2100, 2200, 512, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, blk, 257, 7168, 256, Backend::cuda_aot, "wgmma 256x128"},  // the plan's choice
                         // the same kernel specialised on N and K by the JIT
                         Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "specialised N=300 K=1120"},
                         Case{tma, blk, 300, 136, 48, Backend::cuda_jit, "specialised N=136 K=48"},
+                        Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "jit wgmma 256x128", 256},
                         Case{row, blk, 129, 200, 1024, Backend::cuda_aot, "generic"},
                         Case{packed, blk, 7, 130, 896, Backend::cuda_aot, "decode"},
                         Case{row, row, 64, 200, 1024, Backend::cuda_aot, "decode"},
@@ -153,12 +163,13 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
     QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
     for (int pk : {32, 64, 128}) {  // every promotion interval of the wgmma kernel is exact here
       std::string ran;
-      const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, DType::float32, c.be, &ran, pk);
+      const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, DType::float32, c.be, &ran, pk, c.block_m);
       const std::string where = std::string(c.ra) + " x " + c.rb + " " + std::to_string(c.m) + "x" +
                                 std::to_string(c.n) + "x" + std::to_string(c.k) + " ran " + ran;
       EXPECT_EQ(ran.rfind(backend_name(c.be), 0), 0u) << where;
       EXPECT_NE(ran.find(c.kernel), std::string::npos) << where;
-      if (ran.find("wgmma 128x128") != std::string::npos) {
+      const bool tiled = ran.find("TMA warp-specialized") != std::string::npos;  // the wgmma kernel
+      if (tiled) {
         EXPECT_NE(ran.find("promote-k " + std::to_string(pk)), std::string::npos) << where;
       }
       for (int64_t i = 0; i < c.m; ++i)
@@ -168,7 +179,7 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
             exact += int64_t(xa.values[size_t(i * c.k + t)]) * int64_t(xb.values[size_t(j * c.k + t)]);
           ASSERT_EQ(got[size_t(i * c.n + j)], float(exact)) << where << " at (" << i << ", " << j << ")";
         }
-      if (ran.find("wgmma 128x128") == std::string::npos) break;  // the other kernels ignore promote_k
+      if (!tiled) break;  // the other kernels ignore promote_k
     }
   }
 }
@@ -201,50 +212,55 @@ TEST(GpuGemm, EpilogueAlphaCBiasExact) {
   // with C and bias, and alpha alone (the epilogue's path without loads); fp32 and bf16 D (the
   // staging block's two widths: 32 and 64 columns a pass); the AOT kernel and the JIT's
   // specialisation. A bf16 result must be the host's round-to-nearest-even of the exact value.
-  for (const Backend be : {Backend::cuda_aot, Backend::cuda_jit})
-    for (const DType dt : {DType::float32, DType::bfloat16})
-      for (const bool with_c_bias : {true, false})
-        for (int64_t stride : {n, n + 3}) {
-          const int64_t esz = dt == DType::float32 ? 4 : 2;
-          DeviceBuffer d(kGpu, m * stride * esz);
-          d.fill(0xcd);
-          GemmOptions o;
-          o.backend = be;
-          o.alpha = 0.5f;
-          if (with_c_bias) {
-            o.c = &cv;
-            o.bias = static_cast<const float*>(bd.data());
-          }
-          gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), dt, m, n, stride, kGpu), o);
-          const std::string ran = last_dispatch().backend + " " + last_dispatch().kernel;
-          EXPECT_EQ(ran.rfind(backend_name(be), 0), 0u) << ran;
-          EXPECT_NE(ran.find("wgmma 128x128"), std::string::npos) << ran;
-          runtime::device_synchronize(kGpu);
-          std::vector<uint8_t> got(size_t(m * stride * esz));
-          d.download(got.data());
-          const std::string where = std::string(with_c_bias ? "C and bias" : "alpha alone") + ", " + dtype_name(dt) +
-                                    ", stride " + std::to_string(stride) + ", ran " + ran;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < stride; ++j) {
-              const uint8_t* at = got.data() + size_t((i * stride + j) * esz);
-              uint32_t bits = 0;
-              std::memcpy(&bits, at, size_t(esz));
-              if (j >= n) {
-                ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu)
-                    << where << ": padding written at (" << i << ", " << j << ")";
-                continue;
-              }
-              int64_t exact = 0;
-              for (int64_t t = 0; t < k; ++t)
-                exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
-              const float want =
-                  with_c_bias ? 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * float(exact);
-              uint32_t want_bits = 0;
-              if (esz == 4) std::memcpy(&want_bits, &want, 4);
-              else want_bits = num::float_to_bf16(want);
-              ASSERT_EQ(bits, want_bits) << where << " at (" << i << ", " << j << "): want " << want;
+  // 128-row tiles (the plan's choice here) and 256-row ones (a tile of 200 rows in 256).
+  for (const int block_m : {0, 256})
+    for (const Backend be : {Backend::cuda_aot, Backend::cuda_jit})
+      for (const DType dt : {DType::float32, DType::bfloat16})
+        for (const bool with_c_bias : {true, false})
+          for (int64_t stride : {n, n + 3}) {
+            const int64_t esz = dt == DType::float32 ? 4 : 2;
+            DeviceBuffer d(kGpu, m * stride * esz);
+            d.fill(0xcd);
+            GemmOptions o;
+            o.backend = be;
+            o.alpha = 0.5f;
+            o.block_m = block_m;
+            if (with_c_bias) {
+              o.c = &cv;
+              o.bias = static_cast<const float*>(bd.data());
             }
-        }
+            gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), dt, m, n, stride, kGpu), o);
+            const std::string ran = last_dispatch().backend + " " + last_dispatch().kernel;
+            EXPECT_EQ(ran.rfind(backend_name(be), 0), 0u) << ran;
+            EXPECT_NE(ran.find(block_m ? "wgmma 256x128" : "wgmma 128x128"), std::string::npos) << ran;
+            runtime::device_synchronize(kGpu);
+            std::vector<uint8_t> got(size_t(m * stride * esz));
+            d.download(got.data());
+            const std::string where = std::string(with_c_bias ? "C and bias" : "alpha alone") + ", " + dtype_name(dt) +
+                                      ", stride " + std::to_string(stride) + ", ran " + ran;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < stride; ++j) {
+                const uint8_t* at = got.data() + size_t((i * stride + j) * esz);
+                uint32_t bits = 0;
+                std::memcpy(&bits, at, size_t(esz));
+                if (j >= n) {
+                  ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu)
+                      << where << ": padding written at (" << i << ", " << j << ")";
+                  continue;
+                }
+                int64_t exact = 0;
+                for (int64_t t = 0; t < k; ++t)
+                  exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
+                const float want =
+                    with_c_bias ? 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * float(exact);
+                uint32_t want_bits = 0;
+                if (esz == 4)
+                  std::memcpy(&want_bits, &want, 4);
+                else
+                  want_bits = num::float_to_bf16(want);
+                ASSERT_EQ(bits, want_bits) << where << " at (" << i << ", " << j << "): want " << want;
+              }
+          }
 }
 
 // Random data with outliers against the CPU reference (fp64 on the same quantized bytes):
@@ -273,13 +289,13 @@ TEST(GpuGemm, RandomAgainstReference) {
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 48, 2112, 7168},
                         Case{"fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128:pow2=1", 4096, 256, 512}})
     for (DType dt : {DType::float32, DType::bfloat16})
-      for (auto [be, pk] : {std::pair{Backend::automatic, 32}, std::pair{Backend::cuda_aot, 32},
-                            std::pair{Backend::cuda_aot, 128}}) {
+      for (auto [be, pk, bm] : {std::tuple{Backend::automatic, 32, 0}, std::tuple{Backend::cuda_aot, 32, 0},
+                                std::tuple{Backend::cuda_aot, 128, 0}, std::tuple{Backend::cuda_aot, 32, 256}}) {
         std::mt19937 rng(uint32_t(c.m + c.n + c.k));
         Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
         QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
         std::string ran;
-        const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, be, &ran, pk);
+        const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, be, &ran, pk, bm);
         HostCopy ha(qa), hb(qb);
         std::vector<float> ref(size_t(c.m * c.n));
         gemm(ha.view, hb.view, TensorView::matrix(ref.data(), DType::float32, c.m, c.n));
@@ -291,11 +307,11 @@ TEST(GpuGemm, RandomAgainstReference) {
         }
         const double rel = std::sqrt(num / den);
         const bool peer = ran.rfind("cublaslt", 0) == 0, coarse = ran.find("promote-k 128") != std::string::npos;
-        const int slot = peer                                      ? 0
-                         : ran.find("decode") != std::string::npos ? 1
-                         : coarse                                  ? 4
-                         : ran.find("wgmma 128x128") != std::string::npos ? 2
-                                                                   : 3;
+        const int slot = peer                                                    ? 0
+                         : ran.find("decode") != std::string::npos               ? 1
+                         : coarse                                                ? 4
+                         : ran.find("TMA warp-specialized") != std::string::npos ? 2
+                                                                                 : 3;
         if (dt == DType::float32) worst[slot] = std::max(worst[slot], rel);
         // promote-k 128 (DeepGEMM's interval) is in cuBLASLt's accuracy class: the peer's bound
         EXPECT_LE(rel, dt == DType::float32 ? (peer || coarse ? 1e-3 : 2e-4) : 4e-3)
@@ -310,7 +326,7 @@ TEST(GpuGemm, RandomAgainstReference) {
 
 // The JIT's specialisation of the wgmma kernel on N and K computes what the AOT kernel does, bit
 // for bit (the same code with constants), with no fallback (strict mode), for bf16 and fp32 D,
-// both promotion intervals, tails in M, N and K, and several tiles per CTA.
+// both promotion intervals, both tile heights, tails in M, N and K, and several tiles per CTA.
 TEST(GpuGemm, JitSpecialisedEqualsAot) {
   REQUIRE_GPU();
   struct Case {
@@ -327,19 +343,21 @@ TEST(GpuGemm, JitSpecialisedEqualsAot) {
     QuantizedBuffers qa = quantized("fp8_block_1x128:layout=mn_major_tma", xa, c.m, c.k),
                      qb = quantized("fp8_block_128x128", xb, c.n, c.k);
     for (DType dt : {DType::float32, DType::bfloat16})
-      for (int pk : {32, 128}) {
-        std::string aot, jit;
-        Strict strict;
-        const std::vector<float> want = run_gemm(qa, qb, c.m, c.n, dt, Backend::cuda_aot, &aot, pk);
-        const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, Backend::cuda_jit, &jit, pk);
-        const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
-                                  dtype_name(dt) + " promote-k " + std::to_string(pk) + ": " + aot + " / " + jit;
-        EXPECT_EQ(jit, "cuda-jit wgmma 128x128 TMA warp-specialized, promote-k " + std::to_string(pk) +
-                           ", specialised N=" + std::to_string(c.n) + " K=" + std::to_string(c.k))
-            << where;
-        EXPECT_EQ(aot.rfind("cuda-aot wgmma 128x128", 0), 0u) << where;
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
-      }
+      for (int pk : {32, 128})
+        for (int bm : {128, 256}) {
+          std::string aot, jit;
+          Strict strict;
+          const std::vector<float> want = run_gemm(qa, qb, c.m, c.n, dt, Backend::cuda_aot, &aot, pk, bm);
+          const std::vector<float> got = run_gemm(qa, qb, c.m, c.n, dt, Backend::cuda_jit, &jit, pk, bm);
+          const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
+                                    dtype_name(dt) + " promote-k " + std::to_string(pk) + ": " + aot + " / " + jit;
+          const std::string tile = "wgmma " + std::to_string(bm) + "x128";
+          EXPECT_EQ(jit, "cuda-jit " + tile + " TMA warp-specialized, promote-k " + std::to_string(pk) +
+                             ", specialised N=" + std::to_string(c.n) + " K=" + std::to_string(c.k))
+              << where;
+          EXPECT_EQ(aot.rfind("cuda-aot " + tile, 0), 0u) << where;
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
+        }
   }
 }
 
@@ -391,6 +409,11 @@ TEST(GpuGemm, BackendSelection) {
                     cublaslt = "cublaslt cublasLt VEC128 x BLK128x128";
   EXPECT_EQ(ran_on(a128, 128, Backend::automatic), wgmma);
   EXPECT_EQ(last_dispatch().fallback, "");
+  // GemmOptions::block_m switches the wgmma kernel's tiles (0: the plan's, 128 rows here)
+  run_gemm(a128, b, 128, 256, DType::bfloat16, Backend::cuda_aot, &ran, 32, 256);
+  EXPECT_EQ(ran, "cuda-aot wgmma 256x128 TMA warp-specialized, promote-k 32");
+  run_gemm(a128, b, 128, 256, DType::bfloat16, Backend::cuda_aot, &ran, 32, 128);
+  EXPECT_EQ(ran, wgmma);
   EXPECT_EQ(ran_on(a128, 128, Backend::cublaslt), cublaslt);
   EXPECT_EQ(last_dispatch().fallback, "");
   EXPECT_EQ(ran_on(a7, 7, Backend::cuda_aot), decode);

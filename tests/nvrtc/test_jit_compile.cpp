@@ -157,44 +157,54 @@ TEST(JitCompile, FusedRowsKernelsDoNotSpill) {
             56);
 }
 
-// The GEMM's TMA + wgmma kernel compiles under NVRTC from the header the AOT build uses, for
-// every promotion interval, unspecialised (N and K at run time, as the AOT kernel) and
-// specialised on issue 6's N and K; its lowered name takes the AOT kernel's parameters (the
-// same CUtensorMap_st) and names the specialisation. Keys outside what the kernel and the packed
-// cache key hold are refused, naming the value.
+// The GEMM's TMA + wgmma kernel compiles under NVRTC from the header the AOT build uses, without
+// spills, for every promotion interval and both tile heights, unspecialised (N and K at run time,
+// as the AOT kernel) and specialised on issue 6's N and K; its lowered name takes the AOT kernel's
+// parameters (the same CUtensorMap_st) and names the specialisation. Keys outside what the kernel
+// and the packed cache key hold are refused, naming the value.
 TEST(JitCompile, GemmWgmmaKernelCompilesForSm90a) {
   std::set<uint64_t> packed;
   std::set<std::string> names;
+  std::vector<GemmKey> keys;
   for (int group : {1, 2, 4})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{0, 0}, {7168, 7168}, {300, 1120}, {24576, 1536}}) {
-      const GemmKey key{group, n, k};
-      ASSERT_TRUE(gemm_key_valid(key)) << gemm_key_text(key);
-      const Compiled c = compile_gemm(key, 90);
-      EXPECT_GT(c.cubin.size(), 1000u) << gemm_key_text(key);
-      EXPECT_NE(c.lowered_name.find("gemm_wgmma_kernel"), std::string::npos) << c.lowered_name;
-      EXPECT_NE(c.lowered_name.find("CUtensorMap_st"), std::string::npos) << c.lowered_name;
-      names.insert(c.lowered_name);
-      packed.insert(pack_gemm_key(key, 90, 0));
-      packed.insert(pack_gemm_key(key, 90, 63));
-    }
-  EXPECT_EQ(names.size(), 12u) << "two GEMM specialisations share a kernel name";
-  EXPECT_EQ(packed.size(), 24u) << "pack_gemm_key maps two keys to one";
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{0, 0}, {7168, 7168}, {300, 1120}, {24576, 1536}})
+      keys.push_back({group, n, k, 128});
+  for (int group : {1, 4})  // 256-row tiles: fewer, for CI's time
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{0, 0}, {7168, 7168}}) keys.push_back({group, n, k, 256});
+  for (const GemmKey& key : keys) {
+    ASSERT_TRUE(gemm_key_valid(key)) << gemm_key_text(key);
+    const Compiled c = compile_gemm(key, 90);
+    EXPECT_GT(c.cubin.size(), 1000u) << gemm_key_text(key);
+    EXPECT_NE(c.lowered_name.find("gemm_wgmma_kernel"), std::string::npos) << c.lowered_name;
+    EXPECT_NE(c.lowered_name.find("CUtensorMap_st"), std::string::npos) << c.lowered_name;
+    EXPECT_NE(c.log.find("Used "), std::string::npos) << "no ptxas report for " << gemm_key_text(key);
+    EXPECT_EQ(spill_store_bytes(c.log), 0) << gemm_key_text(key) << "\n" << c.log;
+    names.insert(c.lowered_name);
+    packed.insert(pack_gemm_key(key, 90, 0));
+    packed.insert(pack_gemm_key(key, 127, 63));
+  }
+  EXPECT_EQ(names.size(), keys.size()) << "two GEMM specialisations share a kernel name";
+  EXPECT_EQ(packed.size(), 2 * keys.size()) << "pack_gemm_key maps two keys to one";
   EXPECT_NE(gemm_binary_key({4, 7168, 7168}, 90), gemm_binary_key({4, 7168, 7168 + 16}, 90));
   EXPECT_NE(gemm_binary_key({4, 7168, 7168}, 90), gemm_binary_key({2, 7168, 7168}, 90));
-  EXPECT_EQ(gemm_key_text({4, 7168, 2048}), "wgmma promote-k 128 N=7168 K=2048");
+  EXPECT_NE(gemm_binary_key({4, 7168, 7168, 128}, 90), gemm_binary_key({4, 7168, 7168, 256}, 90));
+  EXPECT_EQ(gemm_key_text({4, 7168, 2048}), "wgmma 128x128 promote-k 128 N=7168 K=2048");
+  EXPECT_EQ(gemm_key_text({1, 0, 0, 256}), "wgmma 256x128 promote-k 32 N=any K=any");
   for (const GemmKey bad : {GemmKey{3, 128, 128}, GemmKey{4, int64_t(1) << 24, 128}, GemmKey{4, 128, 8},
-                            GemmKey{4, 128, 136 + 4}, GemmKey{4, -1, 128}}) {
+                            GemmKey{4, 128, 136 + 4}, GemmKey{4, -1, 128}, GemmKey{4, 128, 128, 192}}) {
     EXPECT_FALSE(gemm_key_valid(bad)) << gemm_key_text(bad);
     try {
       compile_gemm(bad, 90);
       ADD_FAILURE() << gemm_key_text(bad) << " compiled";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("group=" + std::to_string(bad.group) + " N=" + std::to_string(bad.n) +
+      EXPECT_NE(std::string(e.what()).find("block_m=" + std::to_string(bad.block_m) + " group=" +
+                                           std::to_string(bad.group) + " N=" + std::to_string(bad.n) +
                                            " K=" + std::to_string(bad.k)),
                 std::string::npos)
           << e.what();
     }
   }
+  EXPECT_THROW(pack_gemm_key({4, 128, 128}, 128, 0), Error);  // arch takes 7 bits
   EXPECT_THROW(pack_gemm_key({4, 128, 128}, 90, 64), Error);
 }
 
@@ -206,17 +216,21 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = std::string(tmpl) + "/cache";
   ASSERT_EQ(setenv("MXQ_CACHE_DIR", dir.c_str(), 1), 0);  // before this process's first use of the cache
-  const JitWarmupResult w = jit_warmup({"gemm:N=256,K=512,promote_k=128"}, 90, 1);
-  EXPECT_EQ(w.configs, 1);
+  // without block_m both tile heights (the call's M chooses); with it, that one
+  const JitWarmupResult w = jit_warmup({"gemm:N=256,K=512,promote_k=128", "gemm:N=256,K=1024,block_m=256"}, 90, 1);
+  EXPECT_EQ(w.configs, 3);
   EXPECT_TRUE(w.failures.empty()) << w.failures.front();
   const JitCacheInfo info = jit_cache_info();
   EXPECT_EQ(info.dir.rfind(dir, 0), 0u) << info.dir;
-  bool found = false;
-  for (const auto& e : info.entries) found = found || e.config == "wgmma promote-k 128 N=256 K=512 sm_90";
-  EXPECT_TRUE(found) << info.entries.size() << " entries";
+  std::set<std::string> configs;
+  for (const auto& e : info.entries) configs.insert(e.config);
+  EXPECT_EQ(configs, (std::set<std::string>{"wgmma 128x128 promote-k 128 N=256 K=512 sm_90",
+                                            "wgmma 256x128 promote-k 128 N=256 K=512 sm_90",
+                                            "wgmma 256x128 promote-k 32 N=256 K=1024 sm_90"}));
   for (const char* bad : {"gemm:N=256", "gemm:N=256,K=520", "gemm:N=1,K=16,promote_k=48", "gemm:X=3,N=1,K=16",
                           "gemm:N=-4,K=16", "gemm:N=1,K=16,", "gemm:", "gemm:N=,K=16", "gemm:N=+16,K=16",
-                          "gemm:N=16,K=16,N=32", "gemm:N=0,K=16", "gemm:N=16,K=1234567890123"}) {
+                          "gemm:N=16,K=16,N=32", "gemm:N=0,K=16", "gemm:N=16,K=1234567890123",
+                          "gemm:N=16,K=16,block_m=192"}) {
     try {
       jit_warmup({bad}, 90, 1);
       ADD_FAILURE() << bad << " was accepted";

@@ -39,6 +39,10 @@ def test_gemm_errors():
         with pytest.raises(ValueError, match=f"options.promote_k={bad}; expected 32, 64 or 128"):
             mxq.gemm(qa, qb, promote_k=bad)
     np.testing.assert_array_equal(mxq.gemm(qa, qb, promote_k=128), mxq.gemm(qa, qb))  # the fp64 reference ignores it
+    for bad in (64, 192, -1):
+        with pytest.raises(ValueError, match=f"options.block_m={bad}; expected 128 or 256"):
+            mxq.gemm(qa, qb, block_m=bad)
+    np.testing.assert_array_equal(mxq.gemm(qa, qb, block_m=256), mxq.gemm(qa, qb))
     with pytest.raises(ValueError, match="a.recipe=mxfp8"):
         mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
     with pytest.raises(ValueError, match="same K"):

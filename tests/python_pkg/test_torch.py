@@ -320,13 +320,15 @@ def exact_gemm_operands(m, n, k, seed):
 
 @gpu
 @needs_cuda
-@pytest.mark.parametrize("promote_k", [32, 128])
-def test_gemm_wgmma_kernel_on_cuda_tensors_exact(promote_k):
-    # M > 32: our TMA + wgmma kernel; every promotion interval is exact on these values
+@pytest.mark.parametrize("promote_k,block_m", [(32, 0), (128, 0), (32, 256)])
+def test_gemm_wgmma_kernel_on_cuda_tensors_exact(promote_k, block_m):
+    # M > 32: our TMA + wgmma kernel (128-row tiles: the plan's choice here); every promotion
+    # interval is exact on these values
     a, b, qa, qb = exact_gemm_operands(200, 136, 1152, seed=12)
-    d = mxq.gemm(qa, qb, promote_k=promote_k)
+    d = mxq.gemm(qa, qb, promote_k=promote_k, block_m=block_m)
     ran = mxq.last_dispatch()
-    assert ran["backend"] == "cuda-aot" and f"wgmma 128x128 TMA warp-specialized, promote-k {promote_k}" in ran["kernel"]
+    tile = f"wgmma {block_m or 128}x128"
+    assert ran["backend"] == "cuda-aot" and f"{tile} TMA warp-specialized, promote-k {promote_k}" in ran["kernel"]
     assert torch.equal(d.cpu(), a @ b.T), ran
 
 

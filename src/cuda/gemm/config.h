@@ -7,27 +7,51 @@
 
 namespace mxq::gemm_config {
 
-// The TMA + wgmma kernel: 128 x 128 output tiles, K blocks of 128 (one scale block), a ring of
-// kWgmmaStages shared-memory stages, one producer and two consumer warpgroups.
-constexpr int kWgmmaBM = 128, kWgmmaBN = 128, kWgmmaBK = 128;
+// The TMA + wgmma kernel: BM x 128 output tiles (BM = 128 or 256, wgmma_block_m below), K blocks
+// of 128 (one scale block), a ring of shared-memory stages, one producer and two consumer
+// warpgroups. Each consumer takes BM / 2 rows of a tile as BM / 128 blocks of 64 (wgmma's m).
+constexpr int kWgmmaBN = 128, kWgmmaBK = 128;
 constexpr int kWgmmaConsumers = 2;
 constexpr int kWgmmaThreads = 128 * (1 + kWgmmaConsumers);
-// Five stages: on the H200, 4 and 6 ran ~13% slower and 3 ~2% slower (session 14, bench/RESULTS.md;
-// the cause of the even counts' loss is not known: interleaving A and B per stage did not change it).
-constexpr int kWgmmaStages = 5;
-// Per stage: the A and B tiles and A's 128 scales (what TMA writes), and B's one scale.
-constexpr uint32_t kWgmmaTileA = kWgmmaBM * kWgmmaBK, kWgmmaTileB = kWgmmaBN * kWgmmaBK;
-constexpr uint32_t kWgmmaTileScaleA = kWgmmaBM * 4;
-constexpr uint32_t kWgmmaStageBytes = kWgmmaTileA + kWgmmaTileB + kWgmmaTileScaleA;
 // The epilogue stages each consumer's 64 x 128 results 128 bytes of a row at a time (64 columns
 // of bf16 D, 32 of fp32), rows padded by 16 bytes so that a warp's 4-byte bf16 fragment writes hit
 // 32 different banks (fp32's 8-byte writes are 2-way conflicted). (Narrower than a row: measured
 // faster, session 14.)
 constexpr uint32_t kWgmmaOutData = 128, kWgmmaOutRow = kWgmmaOutData + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
-constexpr int64_t kWgmmaSmemBytes = int64_t(kWgmmaStages) * (kWgmmaStageBytes + 4) +
-                                    kWgmmaConsumers * kWgmmaOutBytes + 2 * kWgmmaStages * 8 + 1024;
-static_assert(kWgmmaSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
-
+template <int BM>
+struct WgmmaTile {
+  static_assert(BM == 128 || BM == 256, "the wgmma kernel's tiles are 128 or 256 rows");
+  static constexpr int kBM = BM;
+  static constexpr int kBlocks = BM / (64 * kWgmmaConsumers);  // 64-row wgmma blocks per consumer
+  // 128 rows: five stages; on the H200, 4 and 6 ran ~13% slower and 3 ~2% slower (session 14,
+  // bench/RESULTS.md; the cause of the even counts' loss is not known). 256 rows: four (49 KB
+  // each, the most that fit); 3 ran 7% slower at 4096x7168x7168 (session 16).
+  static constexpr int kStages = BM == 128 ? 5 : 4;
+  // Per stage: the A and B tiles and A's BM scales (what TMA writes), and B's one scale.
+  static constexpr uint32_t kTileA = BM * kWgmmaBK, kTileB = kWgmmaBN * kWgmmaBK, kTileScaleA = BM * 4;
+  static constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA;
+  static constexpr int64_t kSmemBytes =
+      int64_t(kStages) * (kStageBytes + 4) + kWgmmaConsumers * kWgmmaOutBytes + 2 * kStages * 8 + 1024;
+  static_assert(kSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
+};
+constexpr int wgmma_stages(int bm) { return bm == 256 ? WgmmaTile<256>::kStages : WgmmaTile<128>::kStages; }
+constexpr int64_t wgmma_smem_bytes(int bm) {
+  return bm == 256 ? WgmmaTile<256>::kSmemBytes : WgmmaTile<128>::kSmemBytes;
+}
+constexpr int64_t wgmma_tiles(int64_t m, int64_t n, int bm) {
+  return (m + bm - 1) / bm * ((n + kWgmmaBN - 1) / kWgmmaBN);
+}
+// The tile height for M x N on `sms` SMs: the one with the shorter estimated time, counted as the
+// persistent grid's waves (each CTA walks its tiles in turn) times the work of one tile. A 256-row
+// tile does twice a 128-row one's work in 0.9 of twice its time: at 1024..8192 rows the 256-row
+// tiles ran 1.08-1.15x faster (H200, bench/RESULTS.md session 16), the A and B bytes each tile's
+// stages bring to shared memory being spread over twice the MMAs. Ties go to 128 rows. At 128 rows
+// (one 256-row tile would be half empty) that is 128; at M = 128..256 with N = 7168 too.
+constexpr int wgmma_block_m(int64_t m, int64_t n, int sms) {
+  const int64_t w128 = (wgmma_tiles(m, n, 128) + sms - 1) / sms * 10;
+  const int64_t w256 = (wgmma_tiles(m, n, 256) + sms - 1) / sms * 2 * 9;
+  return w256 < w128 ? 256 : 128;
+}
 // The persistent order of the wgmma kernel's tiles: bands of kWgmmaBandN N blocks, M fastest
 // inside a band, so that the CTAs running at once share A rows and B columns in L2. Tile t ->
 // (M block mb, N block nb); every tile once for t in [0, m_blocks * n_blocks).

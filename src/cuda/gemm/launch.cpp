@@ -153,8 +153,8 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
 #endif
 
 // What last_dispatch().kernel says of the TMA + wgmma kernel (the JIT's adds its specialisation).
-std::string wgmma_kernel_text(int promote_k) {
-  return "wgmma 128x128 TMA warp-specialized, promote-k " + std::to_string(promote_k);
+std::string wgmma_kernel_text(int block_m, int promote_k) {
+  return "wgmma " + std::to_string(block_m) + "x128 TMA warp-specialized, promote-k " + std::to_string(promote_k);
 }
 
 }  // namespace
@@ -213,6 +213,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   const GemmPath path = gemm_path(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
                                   cuda::gemm_wgmma_takes(p));
   const bool wgmma = path == GemmPath::tma_wgmma;
+  // the wgmma kernel's tile rows: the option, else the plan's rule (gemm_config::wgmma_block_m)
+  const int block_m = opt.block_m ? opt.block_m : gemm_config::wgmma_block_m(p.m, p.n, ad.sms);
   const bool decode = path == GemmPath::swap_ab && cuda::gemm_decode_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
@@ -235,7 +237,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, p.n, p.k);
+    const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, block_m, p.n, p.k);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
@@ -246,20 +248,20 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     if (why.empty()) {
       CUtensorMap maps[3];
       unsigned grid = 0;
-      if (!cuda::gemm_wgmma_setup(p, ad.sms, maps, grid))
+      if (!cuda::gemm_wgmma_setup(p, ad.sms, block_m, maps, grid))
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
       jit::launch_gemm(key, dev, grid, maps, p, stream);  // compiles or loads first: a failure enqueues none
       record_dispatch("gemm", Backend::cuda_jit,
-                      wgmma_kernel_text(opt.promote_k) + ", specialised N=" + std::to_string(p.n) +
+                      wgmma_kernel_text(block_m, opt.promote_k) + ", specialised N=" + std::to_string(p.n) +
                           " K=" + std::to_string(p.k));
       return;
     }
     fallback("gemm", "cuda-jit", own, why);
   }
   if (wgmma) {
-    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, stream),
+    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, block_m, stream),
                      "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(opt.promote_k));
+    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, opt.promote_k));
     return;
   }
   if (decode) {

@@ -20,10 +20,12 @@ cudaError_t launch_gemm_decode(const GemmParams& p, int device, const ArchDesc& 
 void decode_resident_clusters(int device, int64_t (&out)[2][4]);
 cudaError_t launch_gemm_decode_mma(const GemmParams& p, int device, int sms, cudaStream_t stream);
 bool gemm_wgmma_takes(const GemmParams& p);
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream);
-// What a launch of gemm_wgmma_kernel (any instance: AOT or JIT) for p takes: its TMA maps of A,
-// B and A's scales, and its persistent grid (min(tiles, sms)); false if a map cannot be made.
-// The block is gemm_config::kWgmmaThreads threads with kWgmmaSmemBytes of dynamic shared memory.
-bool gemm_wgmma_setup(const GemmParams& p, int sms, CUtensorMap (&maps)[3], unsigned& grid);
+// group: 32-wide K steps per promotion (1, 2, 4); block_m: the tile's rows (128 or 256)
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, cudaStream_t stream);
+// What a launch of gemm_wgmma_kernel (any instance: AOT or JIT) with block_m-row tiles for p
+// takes: its TMA maps of A, B and A's scales, and its persistent grid (min(tiles, sms)); false if
+// a map cannot be made. The block is gemm_config::kWgmmaThreads threads with
+// gemm_config::wgmma_smem_bytes(block_m) of dynamic shared memory.
+bool gemm_wgmma_setup(const GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[3], unsigned& grid);
 
 }  // namespace mxq::cuda

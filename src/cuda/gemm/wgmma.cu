@@ -4,8 +4,8 @@
 // Warp-specialised and persistent, after the structure DeepGEMM describes for its sm90 FP8
 // GEMM: one producer warpgroup (a single thread issues TMA copies of A, B and A's scales into
 // a ring of shared-memory stages guarded by "full" and "empty" mbarriers) and two consumer
-// warpgroups, each taking 64 rows of a 128 x 128 output tile with wgmma m64n128k32. setmaxnreg
-// moves registers from the producer to the consumers.
+// warpgroups, each taking half the rows of a 128 x 128 or 256 x 128 output tile as blocks of 64
+// (wgmma m64n128k32). setmaxnreg moves registers from the producer to the consumers.
 //
 // Promotion: the tensor cores add the products of one instruction in a narrower format than
 // fp32 and carry that into a running sum (DeepSeek-V3 section 3.3.2 reports about 14 bits), so
@@ -26,29 +26,40 @@ namespace {
 
 using namespace wgmma_detail;
 
-template <int kGroup>
+template <int kBM, int kGroup>
 cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
-  if (const cudaError_t e = allow_dynamic_smem<gemm_wgmma_kernel<kGroup>>(device, int(kSmemBytes)); e != cudaSuccess)
+  constexpr int smem = int(WgmmaTile<kBM>::kSmemBytes);
+  if (const cudaError_t e = allow_dynamic_smem<gemm_wgmma_kernel<kBM, kGroup>>(device, smem); e != cudaSuccess)
     return e;
   CUtensorMap maps[3];
   unsigned grid = 0;
-  if (!gemm_wgmma_setup(p, sms, maps, grid)) return cudaErrorInvalidValue;
-  gemm_wgmma_kernel<kGroup><<<grid, kThreads, kSmemBytes, stream>>>(maps[0], maps[1], maps[2], p);
+  if (!gemm_wgmma_setup(p, sms, kBM, maps, grid)) return cudaErrorInvalidValue;
+  gemm_wgmma_kernel<kBM, kGroup><<<grid, kThreads, smem, stream>>>(maps[0], maps[1], maps[2], p);
   return cudaGetLastError();
+}
+
+template <int kBM>
+cudaError_t launch_group(const GemmParams& p, int device, int sms, int group, cudaStream_t stream) {
+  switch (group) {
+    case 1: return launch<kBM, 1>(p, device, sms, stream);
+    case 2: return launch<kBM, 2>(p, device, sms, stream);
+    default: return launch<kBM, 4>(p, device, sms, stream);
+  }
 }
 
 }  // namespace
 
-bool gemm_wgmma_setup(const GemmParams& p, int sms, CUtensorMap (&maps)[3], unsigned& grid) {
+bool gemm_wgmma_setup(const GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[3], unsigned& grid) {
+  if (block_m != 128 && block_m != 256) return false;
   const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
-  if (!make_map(maps[0], p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, kBM,
+  if (!make_map(maps[0], p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, block_m,
                 CU_TENSOR_MAP_SWIZZLE_128B) ||
       !make_map(maps[1], p.b.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.n, p.k, p.k, kBK, kBN,
                 CU_TENSOR_MAP_SWIZZLE_128B) ||
-      !make_map(maps[2], p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(p.k, kBK), p.m, sa_stride, kBM, 1,
+      !make_map(maps[2], p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(p.k, kBK), p.m, sa_stride, block_m, 1,
                 CU_TENSOR_MAP_SWIZZLE_NONE))
     return false;
-  const int64_t tiles = ceil_div(p.m, kBM) * ceil_div(p.n, kBN);
+  const int64_t tiles = wgmma_tiles(p.m, p.n, block_m);
   grid = unsigned(tiles < sms ? tiles : sms);
   return true;
 }
@@ -62,12 +73,9 @@ bool gemm_wgmma_takes(const GemmParams& p) {
          aligned16(p.a.codes) && aligned16(p.b.codes) && aligned16(p.a.scales) && encode_fn() != nullptr;
 }
 
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, cudaStream_t stream) {
-  switch (group) {
-    case 1: return launch<1>(p, device, sms, stream);
-    case 2: return launch<2>(p, device, sms, stream);
-    default: return launch<4>(p, device, sms, stream);
-  }
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, cudaStream_t stream) {
+  return block_m == 256 ? launch_group<256>(p, device, sms, group, stream)
+                        : launch_group<128>(p, device, sms, group, stream);
 }
 
 }  // namespace mxq::cuda

@@ -14,15 +14,13 @@ namespace wgmma_detail {
 using namespace sm90;
 
 using namespace gemm_config;
-constexpr int kBM = kWgmmaBM, kBN = kWgmmaBN, kBK = kWgmmaBK;
-constexpr int kConsumers = kWgmmaConsumers, kThreads = kWgmmaThreads, kStages = kWgmmaStages;
-constexpr uint32_t kTileA = kWgmmaTileA, kTileB = kWgmmaTileB, kTileScaleA = kWgmmaTileScaleA;
-constexpr uint32_t kStageBytes = kWgmmaStageBytes, kOutData = kWgmmaOutData, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
-constexpr size_t kSmemBytes = size_t(kWgmmaSmemBytes);
+constexpr int kBN = kWgmmaBN, kBK = kWgmmaBK, kConsumers = kWgmmaConsumers, kThreads = kWgmmaThreads;
+constexpr uint32_t kOutData = kWgmmaOutData, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
 constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
 // blocks (16-byte rows), A's scales (TMA: 16-byte aligned), the mbarriers (8), B's scales.
-static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kOutBytes % 16 == 0 && kTileScaleA % 16 == 0,
+static_assert(WgmmaTile<128>::kTileA % 1024 == 0 && WgmmaTile<256>::kTileA % 1024 == 0 &&
+                  WgmmaTile<128>::kTileB % 1024 == 0 && kOutBytes % 16 == 0 && WgmmaTile<128>::kTileScaleA % 16 == 0,
               "shared-memory carve-up alignment");
 
 using num::ceil_div;
@@ -100,16 +98,20 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
 
 }  // namespace wgmma_detail
 
-// kGroup: 32-wide K steps summed by the tensor cores before each fp32 promotion. kN, kK: 0 (the
-// ahead-of-time build: N and K from p), or the N and K this instance is specialised on (the
-// JIT: src/runtime/jit; launched only for calls with p.n == kN and p.k == kK), so that the tile
-// walk and the K loop count with constants.
-template <int kGroup, int64_t kN = 0, int64_t kK = 0>
+// kBM: the tile's rows, 128 or 256 (gemm_config::wgmma_block_m). kGroup: 32-wide K steps summed
+// by the tensor cores before each fp32 promotion. kN, kK: 0 (the ahead-of-time build: N and K
+// from p), or the N and K this instance is specialised on (the JIT: src/runtime/jit; launched
+// only for calls with p.n == kN and p.k == kK), so that the tile walk and the K loop count with
+// constants.
+template <int kBM, int kGroup, int64_t kN = 0, int64_t kK = 0>
 __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       const __grid_constant__ CUtensorMap map_sa, const GemmParams p) {
   using namespace wgmma_detail;
   using namespace sm90;
+  using Tile = WgmmaTile<kBM>;
+  constexpr int kStages = Tile::kStages, kBlocks = Tile::kBlocks;
+  constexpr uint32_t kTileA = Tile::kTileA, kTileB = Tile::kTileB;
   static_assert(kGroup == 1 || kGroup == 2 || kGroup == 4, "a 128-wide K block is 4 steps of 32");
   static_assert(kN >= 0 && kK >= 0 && kK % 16 == 0, "a specialisation names a valid N and K");
   const int64_t n = kN ? kN : p.n, k = kK ? kK : p.k;
@@ -152,7 +154,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
         const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
         mbar_wait(&empty[s], phase ^ 1);
         scales_b[s] = sb;  // published by the arrive below (release), read after the consumers' wait
-        mbar_arrive_expect_tx(&full[s], kStageBytes);
+        mbar_arrive_expect_tx(&full[s], Tile::kStageBytes);
         tma_load_2d(tiles_a + s * kTileA, &map_a, &full[s], int32_t(kb * kBK), int32_t(mb * kBM));
         tma_load_2d(tiles_b + s * kTileB, &map_b, &full[s], int32_t(kb * kBK), int32_t(nb * kBN));
         tma_load_2d(scales_a + s * kBM, &map_sa, &full[s], int32_t(mb * kBM), int32_t(kb));
@@ -162,72 +164,98 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     return;
   }
 
-  // consumers
+  // consumers: kBlocks blocks of 64 rows each, block h at rows 64 h of the consumer's share
   regs_claim<kConsumerRegs>();
   const int c = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-  const int row_in_tile = c * 64 + warp * 16 + lane / 4;  // and + 8
-  // Stage 0's descriptors of this consumer's 64 rows of A and of B, in 16-byte units: stage s and
-  // K step j add s * tile / 16 and 32 j / 16.
-  const uint32_t a16 = (smem_addr(tiles_a) + c * 64 * kBK) >> 4, b16 = smem_addr(tiles_b) >> 4;
-  float acc[64], part0[64], part1[64];
+  const int row_in_tile = c * 64 * kBlocks + warp * 16 + lane / 4;  // and + 8 (block h: + 64 h)
+  // Stage 0's descriptors of this consumer's first 64 rows of A and of B, in 16-byte units: stage
+  // s, block h and K step j add s * tile / 16, 64 h * kBK / 16 and 32 j / 16.
+  const uint32_t a16 = (smem_addr(tiles_a) + c * 64 * kBlocks * kBK) >> 4, b16 = smem_addr(tiles_b) >> 4;
+  float acc[kBlocks][64];
   uint32_t s = 0, phase = 0;
-  auto mma = [&](float(&d)[64], uint32_t stage, int step, bool accumulate) {
-    wgmma_m64n128k32_e4m3(d, desc_k_major_sw128_at(a16 + stage * (kTileA >> 4) + step * 2),
-                          desc_k_major_sw128_at(b16 + stage * (kTileB >> 4) + step * 2), accumulate);
+  // One run: the K steps [run * kGroup, (run + 1) * kGroup) of block h into d, committed as a group.
+  auto issue = [&](float(&d)[64], int h, int run) {
+#pragma unroll
+    for (int step = run * kGroup; step < (run + 1) * kGroup; ++step)
+      wgmma_m64n128k32_e4m3(d, desc_k_major_sw128_at(a16 + s * (kTileA >> 4) + h * (64 * kBK >> 4) + step * 2),
+                            desc_k_major_sw128_at(b16 + s * (kTileB >> 4) + step * 2), step > run * kGroup);
+    wgmma_commit();
   };
-  // The stage's decode scales of the thread's rows r and r + 8. Lane 0 reads B's scale and is the
-  // lane that releases the stage (mbarrier.arrive releases the arriving thread's own accesses),
-  // then shares it: no other lane touches scales_b.
-  auto read_scales = [&](uint32_t stage, float& s0, float& s1) {
+  // The stage's decode scales of the thread's rows r and r + 8 of block h. Lane 0 reads B's scale
+  // and is the lane that releases the stage (mbarrier.arrive releases the arriving thread's own
+  // accesses), then shares it: no other lane touches scales_b.
+  auto scale_b = [&] {
     float sb = 0.0f;
-    if (lane == 0) sb = scales_b[stage];
-    sb = __shfl_sync(0xffffffffu, sb, 0);
-    s0 = scales_a[stage * kBM + row_in_tile] * sb;
-    s1 = scales_a[stage * kBM + row_in_tile + 8] * sb;
+    if (lane == 0) sb = scales_b[s];
+    return __shfl_sync(0xffffffffu, sb, 0);
   };
-  auto release = [&](uint32_t stage) {
+  auto read_scales = [&](float sb, int h, float& s0, float& s1) {
+    s0 = scales_a[s * kBM + row_in_tile + 64 * h] * sb;
+    s1 = scales_a[s * kBM + row_in_tile + 64 * h + 8] * sb;
+  };
+  auto release = [&] {
     __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[stage]);
+    if (lane == 0) mbar_arrive(&empty[s]);
   };
-  auto next_stage = [&] {
-    if (++s == kStages) s = 0, phase ^= 1;
-  };
+  constexpr int kRuns = 4 / kGroup;  // runs of a 128-wide K block
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     int64_t mb, nb;
     wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int h = 0; h < kBlocks; ++h)
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[h][i] = 0.0f;
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       mbar_wait(&full[s], phase);
-      // The block's 4 / kGroup runs, alternating between two sets of run accumulators: run g is
-      // issued, then run g - 1 (complete after wait<1>) is promoted while g is in flight; the
-      // last run is promoted once the stage is released. A run's accumulators are rewritten
-      // only after their promotion, behind a wgmma fence.
-      constexpr int kRuns = 4 / kGroup;
-      auto issue = [&](float(&d)[64], int run) {
-        if (run != 1) wgmma_fence();  // run 1's accumulators were last touched before run 0's fence
+      if constexpr (kBlocks == 1) {
+        // The block's runs alternate between two sets of run accumulators: run g is issued, then
+        // run g - 1 (complete after wait<1>) is promoted while g is in flight; the last run is
+        // promoted once the stage is released. A run's accumulators are rewritten only after
+        // their promotion, behind a wgmma fence (run 1's were last touched before run 0's).
+        float part0[64], part1[64];
+        wgmma_fence();
+        issue(part0, 0, 0);
+        float s0, s1;
+        read_scales(scale_b(), 0, s0, s1);  // while the first run is in flight
 #pragma unroll
-        for (int step = run * kGroup; step < (run + 1) * kGroup; ++step) mma(d, s, step, step > run * kGroup);
-        wgmma_commit();
-      };
-      issue(part0, 0);
-      float s0, s1;
-      read_scales(s, s0, s1);  // while the first run is in flight
+        for (int run = 1; run < kRuns; ++run) {
+          if (run != 1) wgmma_fence();
+          issue(run % 2 ? part1 : part0, 0, run);
+          wgmma_wait<1>();
+          promote(acc[0], run % 2 ? part0 : part1, s0, s1);
+        }
+        wgmma_wait<0>();
+        release();
+        promote(acc[0], kRuns % 2 ? part0 : part1, s0, s1);
+      } else {
+        // Two blocks: acc holds 128 registers, so one set of run accumulators, each run issued,
+        // waited for and promoted in turn; the other consumer's MMAs keep the tensor cores busy
+        // meanwhile (256-row tiles, H200 session 16: 1.08-1.15x the 128-row kernel at M >= 1024).
+        float part[64];
+        const float sb = scale_b();
 #pragma unroll
-      for (int run = 1; run < kRuns; ++run) {
-        issue(run % 2 ? part1 : part0, run);
-        wgmma_wait<1>();
-        promote(acc, run % 2 ? part0 : part1, s0, s1);
+        for (int h = 0; h < kBlocks; ++h) {
+          float s0, s1;
+          read_scales(sb, h, s0, s1);
+#pragma unroll
+          for (int run = 0; run < kRuns; ++run) {
+            wgmma_fence();
+            issue(part, h, run);
+            wgmma_wait<0>();
+            if (h == kBlocks - 1 && run == kRuns - 1) release();
+            promote(acc[h], part, s0, s1);
+          }
+        }
       }
-      wgmma_wait<0>();
-      release(s);
-      promote(acc, kRuns % 2 ? part0 : part1, s0, s1);
-      next_stage();
+      if (++s == kStages) s = 0, phase ^= 1;
     }
     uint8_t* out = outs + c * kOutBytes;
-    const int64_t row0 = mb * kBM + c * 64, col0 = nb * kBN;
-    if (p.d_bf16) epilogue<uint16_t>(p, acc, out, c, tid, row0, col0);
-    else epilogue<float>(p, acc, out, c, tid, row0, col0);
+#pragma unroll
+    for (int h = 0; h < kBlocks; ++h) {
+      const int64_t row0 = mb * kBM + (c * kBlocks + h) * 64, col0 = nb * kBN;
+      if (p.d_bf16) epilogue<uint16_t>(p, acc[h], out, c, tid, row0, col0);
+      else epilogue<float>(p, acc[h], out, c, tid, row0, col0);
+    }
   }
 }
 

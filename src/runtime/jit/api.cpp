@@ -53,11 +53,12 @@ std::pair<Recipe, int> parse_warmup(const std::string& text) {
     fail_arg("jit_warmup: '" + text + "': dACT takes an elementwise activation (gelu, gelu_tanh, silu, relu, qgelu, srelu)");
   return {r, fuse};
 }
-// "gemm:N=7168,K=7168[,promote_k=128]": the TMA + wgmma GEMM kernel specialised on N and K
-// (promote_k: GemmOptions' default when absent).
-runtime::jit::GemmKey parse_gemm_warmup(const std::string& text) {
+// "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]": the TMA + wgmma GEMM kernel specialised on
+// N and K (promote_k: GemmOptions' default when absent; block_m: both tile heights when absent,
+// since the call's M chooses between them).
+std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   const std::string arg = "jit_warmup: '" + text + "'";
-  int64_t n = -1, k = -1, pk = GemmOptions{}.promote_k;
+  int64_t n = -1, k = -1, pk = GemmOptions{}.promote_k, bm = 0;
   std::string rest = text.substr(5);
   std::vector<std::string> seen;
   for (;;) {  // every comma-separated item, empty ones included (refused)
@@ -66,10 +67,14 @@ runtime::jit::GemmKey parse_gemm_warmup(const std::string& text) {
     const size_t eq = item.find('=');
     const std::string digits = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
-      fail_arg(arg + ": '" + item + "' is not NAME=DIGITS (N, K, promote_k; up to 9 digits)");
+      fail_arg(arg + ": '" + item + "' is not NAME=DIGITS (N, K, promote_k, block_m; up to 9 digits)");
     const int64_t v = std::stoll(digits);
-    int64_t* field = name == "N" ? &n : name == "K" ? &k : name == "promote_k" ? &pk : nullptr;
-    if (!field) fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k)");
+    int64_t* field = name == "N"           ? &n
+                     : name == "K"         ? &k
+                     : name == "promote_k" ? &pk
+                     : name == "block_m"   ? &bm
+                                           : nullptr;
+    if (!field) fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k, block_m)");
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) fail_arg(arg + ": field '" + name + "' given twice");
     seen.push_back(name);
     *field = v;
@@ -78,9 +83,14 @@ runtime::jit::GemmKey parse_gemm_warmup(const std::string& text) {
   }
   if (n < 1 || k < 1) fail_arg(arg + ": needs N >= 1 and K >= 1, e.g. gemm:N=7168,K=7168");
   check_promote_k(pk, arg + ": promote_k");
-  const runtime::jit::GemmKey key = runtime::jit::gemm_key_for(int(pk), n, k);
-  if (const std::string why = runtime::jit::gemm_key_problem(key); !why.empty()) fail_arg(arg + ": " + why);
-  return key;
+  if (bm != 0) check_block_m(int(bm), arg + ": block_m");
+  std::vector<runtime::jit::GemmKey> keys;
+  for (const int rows : {128, 256}) {
+    if (bm != 0 && bm != rows) continue;
+    keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k));
+    if (const std::string why = runtime::jit::gemm_key_problem(keys.back()); !why.empty()) fail_arg(arg + ": " + why);
+  }
+  return keys;
 }
 }  // namespace
 
@@ -100,7 +110,7 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
   } else {
     for (const std::string& text : recipes) {
       if (text.rfind("gemm:", 0) == 0) {
-        gemm_keys.push_back(parse_gemm_warmup(text));
+        for (const auto& key : parse_gemm_warmup(text)) gemm_keys.push_back(key);
         continue;
       }
       const auto [r, fuse] = parse_warmup(text);

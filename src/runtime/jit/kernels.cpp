@@ -217,7 +217,7 @@ MemoryCache<Loaded>& gemm_functions() {
 const Loaded& gemm_loaded(const GemmKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return gemm_functions().get(pack_gemm_key(key, arch, device), [&] {
-    return load(compiled_gemm(key, arch), device, int(gemm_config::kWgmmaSmemBytes), gemm_key_text(key));
+    return load(compiled_gemm(key, arch), device, int(gemm_config::wgmma_smem_bytes(key.block_m)), gemm_key_text(key));
   });
 }
 }  // namespace
@@ -238,7 +238,7 @@ void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMa
   cfg.gridDimY = cfg.gridDimZ = 1;
   cfg.blockDimX = unsigned(gemm_config::kWgmmaThreads);
   cfg.blockDimY = cfg.blockDimZ = 1;
-  cfg.sharedMemBytes = unsigned(gemm_config::kWgmmaSmemBytes);
+  cfg.sharedMemBytes = unsigned(gemm_config::wgmma_smem_bytes(key.block_m));
   cfg.hStream = stream;
   CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2];
   cuda::GemmParams params = p;
