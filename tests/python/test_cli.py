@@ -173,7 +173,9 @@ def test_gemm_plan():
     wg = json.loads(run("gemm-plan", "16", "7168", "7168", "--json").stdout)
     assert wg["block_m"] == 16 and wg["block_n"] == 64 and wg["cluster"] == 2 and wg["stages"] == 6
     big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)
-    assert big["path"] == "tma-wgmma" and big["block_m"] == 128 and big["block_n"] == 128 and big["stages"] == 5
+    assert big["path"] == "tma-wgmma" and big["block_m"] == 256 and big["block_n"] == 128 and big["stages"] == 4
+    mid = json.loads(run("gemm-plan", "128", "7168", "7168", "--json").stdout)
+    assert mid["path"] == "tma-wgmma" and mid["block_m"] == 128 and mid["stages"] == 5
     odd = run("gemm-plan", "7", "7168", "100")
     assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "K=100" in odd.stdout
     bad = run("gemm-plan", "0", "16", "16")

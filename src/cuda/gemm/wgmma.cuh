@@ -252,18 +252,20 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
         // and promoted in turn; the other consumer's MMAs keep the tensor cores busy meanwhile
         // (256-row tiles, H200 session 16: 1.08-1.15x the 128-row kernel at M >= 1024). A
         // block's first run of a tile starts its accumulators afresh.
-        float part[64];
-        const float sb = scale_b();
+        float part[64], sb = 0.0f;
 #pragma unroll
         for (int h = 0; h < kBlocks; ++h) {
-          float s0, s1;
-          read_scales(sb, h, s0, s1);
+          float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
           for (int run = 0; run < kRuns; ++run) {
             wgmma_fence();
             issue(part, h, run);
             const bool fresh = kFirst && run == 0;
             if (fresh && h == 0 && held_mb >= 0) store(kBlocks - 1, held_mb, held_nb);  // meanwhile
+            if (run == 0) {  // the scales after the epilogue: fewer registers live across it
+              if (h == 0) sb = scale_b();
+              read_scales(sb, h, s0, s1);
+            }
             wgmma_wait<0>();
             if (h == kBlocks - 1 && run == kRuns - 1) release();
             if (fresh) {
