@@ -36,11 +36,6 @@ __device__ __forceinline__ void promote(float (&acc)[64], const float (&part)[64
   }
 }
 
-template <bool B>
-struct Flag {
-  static constexpr bool value = B;
-};
-
 __device__ __forceinline__ void sync_consumer(int c) {  // named barrier of one consumer warpgroup
   asm volatile("bar.sync %0, 128;" ::"r"(c + 1) : "memory");
 }
@@ -203,29 +198,14 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     if (lane == 0) mbar_arrive(&empty[s]);
   };
   constexpr int kRuns = 4 / kGroup;  // runs of a 128-wide K block
-  // D of block h of tile (mb, nb), from acc[h]
-  auto store = [&](int h, int64_t mb, int64_t nb) {
-    uint8_t* out = outs + c * kOutBytes;
-    const int64_t row0 = mb * kBM + (c * kBlocks + h) * 64, col0 = nb * kBN;
-    if (p.d_bf16) epilogue<uint16_t>(p, acc[h], out, c, tid, row0, col0);
-    else epilogue<float>(p, acc[h], out, c, tid, row0, col0);
-  };
-  // Two blocks: the tile whose last block's results acc[kBlocks - 1] still holds (mb -1: none).
-  // That block is stored while the next tile's first run of block 0 is in flight (acc[0] was
-  // stored at the tile's end, so the results, the run and the epilogue fit the registers); the
-  // tensor cores wait for an epilogue only half as long.
-  [[maybe_unused]] int64_t held_mb = -1, held_nb = 0;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     int64_t mb, nb;
     wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
-    if constexpr (kBlocks == 1) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[0][i] = 0.0f;
-    }
-    // One K block (the stage s); kFirst: the tile's first with two blocks, peeled off the loop so
-    // that the registers of results not yet started are free there (the epilogue below).
-    auto k_block = [&](auto first) {
-      [[maybe_unused]] constexpr bool kFirst = decltype(first)::value;
+    for (int h = 0; h < kBlocks; ++h)
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[h][i] = 0.0f;
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
       mbar_wait(&full[s], phase);
       if constexpr (kBlocks == 1) {
         // The block's runs alternate between two sets of run accumulators: run g is issued, then
@@ -248,50 +228,35 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
         release();
         promote(acc[0], kRuns % 2 ? part0 : part1, s0, s1);
       } else {
-        // acc holds 128 registers, so one set of run accumulators, each run issued, waited for
-        // and promoted in turn; the other consumer's MMAs keep the tensor cores busy meanwhile
-        // (256-row tiles, H200 session 16: 1.08-1.15x the 128-row kernel at M >= 1024). A
-        // block's first run of a tile starts its accumulators afresh.
-        float part[64], sb = 0.0f;
+        // Two blocks: acc holds 128 registers, so one set of run accumulators, each run issued,
+        // waited for and promoted in turn; the other consumer's MMAs keep the tensor cores busy
+        // meanwhile (256-row tiles, H200 session 16: 1.08-1.15x the 128-row kernel at M >= 1024).
+        float part[64];
+        const float sb = scale_b();
 #pragma unroll
         for (int h = 0; h < kBlocks; ++h) {
-          float s0 = 0.0f, s1 = 0.0f;
+          float s0, s1;
+          read_scales(sb, h, s0, s1);
 #pragma unroll
           for (int run = 0; run < kRuns; ++run) {
             wgmma_fence();
             issue(part, h, run);
-            const bool fresh = kFirst && run == 0;
-            if (fresh && h == 0 && held_mb >= 0) store(kBlocks - 1, held_mb, held_nb);  // meanwhile
-            if (run == 0) {  // the scales after the epilogue: fewer registers live across it
-              if (h == 0) sb = scale_b();
-              read_scales(sb, h, s0, s1);
-            }
             wgmma_wait<0>();
             if (h == kBlocks - 1 && run == kRuns - 1) release();
-            if (fresh) {
-#pragma unroll
-              for (int i = 0; i < 64; ++i) acc[h][i] = 0.0f;
-            }
             promote(acc[h], part, s0, s1);
           }
         }
       }
       if (++s == kStages) s = 0, phase ^= 1;
-    };
-    int64_t kb = 0;
-    if constexpr (kBlocks > 1) k_block(Flag<true>{}), kb = 1;  // one block: acc was zeroed above
-    for (; kb < k_blocks; ++kb) k_block(Flag<false>{});
-    // two blocks: the first stored now, the last held (above); one: stored now
+    }
+    uint8_t* out = outs + c * kOutBytes;
 #pragma unroll
-    for (int h = 0; h < kBlocks - 1; ++h) store(h, mb, nb);
-    if constexpr (kBlocks > 1) {
-      held_mb = mb;
-      held_nb = nb;
-    } else {
-      store(0, mb, nb);
+    for (int h = 0; h < kBlocks; ++h) {
+      const int64_t row0 = mb * kBM + (c * kBlocks + h) * 64, col0 = nb * kBN;
+      if (p.d_bf16) epilogue<uint16_t>(p, acc[h], out, c, tid, row0, col0);
+      else epilogue<float>(p, acc[h], out, c, tid, row0, col0);
     }
   }
-  if (held_mb >= 0) store(kBlocks - 1, held_mb, held_nb);
 }
 
 }  // namespace mxq::cuda
