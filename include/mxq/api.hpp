@@ -97,9 +97,10 @@ uint64_t jit_cache_clear();  // entries removed from disk
 
 // Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
 // dtype; an entry "RECIPE+ACT", "RECIPE+dACT", "RECIPE+dbias" (or several, "mxfp8+dgelu+dbias")
-// names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128]" the GEMM's TMA + wgmma kernel
-// specialised on N and K (what Backend::cuda_jit runs for such a call; promote_k defaults to
-// GemmOptions'), for compute capability `arch` (0: the current device's, 90 without one), on
+// names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]" the GEMM's TMA +
+// wgmma kernel specialised on N and K (what Backend::cuda_jit runs for such a call; promote_k
+// defaults to GemmOptions'; without block_m, or with 0, both tile heights, since the call's M
+// chooses), for compute capability `arch` (0: the current device's, 90 without one), on
 // `threads` workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at
 // start-up.
 struct JitWarmupResult {
@@ -135,8 +136,9 @@ struct GemmOptions {
   // FMAs: on the H200 (bench/RESULTS.md), 32 keeps the fp32 relative error under 2e-4 and 128
   // (DeepGEMM's interval; cuBLASLt's accuracy, 3.4e-4) is 1.5x faster. Other kernels ignore it.
   int promote_k = 32;
-  // Rows of the wgmma kernel's output tiles: 0 lets the plan choose (gemm_plan: 256 where the
-  // shape has tiles enough for every SM, else 128); 128 or 256 forces one. Other kernels ignore it.
+  // Rows of the wgmma kernel's output tiles: 0 lets the plan choose (gemm_config::wgmma_block_m:
+  // 256 where the persistent grid's waves times a tile's cost, a 256-row tile counted as 1.8
+  // 128-row ones, come out smaller, else 128); 128 or 256 forces one. Other kernels ignore it.
   int block_m = 0;
   const TensorView* c = nullptr;
   const float* bias = nullptr;

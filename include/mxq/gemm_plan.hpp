@@ -17,8 +17,9 @@
 //   CTAs splitting K (decode_cluster: up to 8, as many as keep every cluster resident in one
 //   wave, ArchDesc::resident_clusters, with >= 4 K blocks each).
 // - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
-//   128 x 128 x 128 tiles with 5 stages, or 256 x 128 x 128 with 4 where their waves are fewer
-//   (gemm_config::wgmma_block_m), no cluster, a persistent grid of min(tiles, SMs) CTAs.
+//   128 x 128 x 128 tiles with 5 stages, or 256 x 128 x 128 with 4 where waves times a tile's
+//   cost (a 256-row tile counted as 1.8 128-row ones) come out smaller (gemm_config::
+//   wgmma_block_m), no cluster, a persistent grid of min(tiles, SMs) CTAs.
 // - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid
 //   shape, never an error.
 // Not planned yet (issue 6): BLOCK_N chosen per shape for the fewest waves, 2-CTA clusters with

@@ -194,7 +194,8 @@ typedef struct mxq_gemm_options {
   const DLTensor* bias;  /* NULL, or float32 (N) on D's device */
   void* stream;          /* cudaStream_t, as in mxq_quantize_options */
   int promote_k;         /* 32, 64 or 128: see GemmOptions::promote_k in mxq/api.hpp; 32 by default */
-  int block_m;           /* 0 (the plan's choice), 128 or 256: GemmOptions::block_m; 0 by default */
+  int64_t block_m;       /* 0 (the plan's choice), 128 or 256: GemmOptions::block_m; 0 by default. Appended:
+                            a caller built before it passes the old size and gets 0 */
 } mxq_gemm_options;
 #define MXQ_GEMM_OPTIONS_INIT {sizeof(mxq_gemm_options), MXQ_BACKEND_AUTO, 1.0f, NULL, NULL, NULL, 32, 0}
 

@@ -354,6 +354,9 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     is the K extent of the wgmma kernel's tensor-core partial sums: 32 is the accurate default,
     128 DeepGEMM's interval (faster, cuBLASLt's accuracy). ``block_m`` (0, 128 or 256) is the
     wgmma kernel's tile rows; 0 lets ``gemm_plan`` choose."""
+    for name, value in (("promote_k", promote_k), ("block_m", block_m)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise TypeError(f"gemm: {name}={value!r}; expected an int ({'32, 64 or 128' if name == 'promote_k' else '0, 128 or 256'})")
     fa = _quantized_framework(a, "gemm")
     fb = _quantized_framework(b, "gemm")
     if fa is not fb:

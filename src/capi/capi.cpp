@@ -379,7 +379,10 @@ mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int6
     GemmOptions opt;
     TensorView cv;
     if (options) {
-      check_struct_size(options->size, sizeof(mxq_gemm_options), "options.size", "mxq_gemm_options");
+      // Structs grow by appending: a caller compiled before block_m has the old size.
+      constexpr size_t kBeforeBlockM = offsetof(mxq_gemm_options, block_m);
+      if (options->size != sizeof(mxq_gemm_options) && options->size != kBeforeBlockM)
+        check_struct_size(options->size, sizeof(mxq_gemm_options), "options.size", "mxq_gemm_options");
       opt.backend = backend_of(options->backend, "options.backend");
       opt.alpha = options->alpha;
       if (options->c) {
@@ -394,7 +397,11 @@ mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int6
       }
       opt.stream = options->stream;
       opt.promote_k = options->promote_k;
-      opt.block_m = options->block_m;
+      if (options->size == sizeof(mxq_gemm_options)) {
+        const int64_t bm = options->block_m;
+        if (bm != 0) check_block_m(bm, "options.block_m");  // before narrowing: 2^32 + 128 is no 128
+        opt.block_m = int(bm);
+      }
     }
     gemm(qa, qb, dv, opt);
   });

@@ -49,7 +49,7 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
     const TensorView dv = TensorView::matrix(d.data(), DType::bfloat16, m, n, -1, gpu);
     const size_t first = rows.size();
     for (const GemmBenchRun& run : runs) {
-      GemmBenchRow r{m, n, k, backend_name(run.backend), "", "", 0, 0, 0, 0, 0};
+      GemmBenchRow r{m, n, k, backend_name(run.backend), "", "", run.block_m, 0, 0, 0, 0, 0};
       try {
         GemmOptions o;
         o.backend = run.backend;
@@ -82,15 +82,17 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
 std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-20s %-9s %-45s %9s %9s %7s %9s %8s\n", "M x N x K", "asked", "ran", "us",
+  std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9s %9s %7s %9s %8s\n", "M x N x K", "asked", "ran", "us",
                 "TFLOP/s", "%peak", "w GB/s", "xcuBLAS");
   out += line;
   for (const auto& r : rows) {
     const std::string shape = std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k);
+    std::string asked = r.backend;  // and the block_m asked, if any
+    if (r.block_m) asked.append(":").append(std::to_string(r.block_m));
     if (!r.error.empty())
-      std::snprintf(line, sizeof line, "%-20s %-9s %s\n", shape.c_str(), r.backend.c_str(), r.error.c_str());
+      std::snprintf(line, sizeof line, "%-20s %-12s %s\n", shape.c_str(), asked.c_str(), r.error.c_str());
     else
-      std::snprintf(line, sizeof line, "%-20s %-9s %-45s %9.1f %9.1f %7.1f %9.0f %8s\n", shape.c_str(), r.backend.c_str(),
+      std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9.1f %9.1f %7.1f %9.0f %8s\n", shape.c_str(), asked.c_str(),
                     r.kernel.c_str(), r.us, r.tflops, r.peak_pct, r.weight_gbps,
                     r.vs_cublaslt > 0 ? (std::to_string(r.vs_cublaslt).substr(0, 4) + "x").c_str() : "-");
     out += line;

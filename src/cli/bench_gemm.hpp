@@ -14,6 +14,7 @@ namespace mxq::cli {
 struct GemmBenchRow {
   int64_t m, n, k;
   std::string backend, kernel, error;  // error: why the shape did not run on that backend
+  int block_m;                         // the GemmOptions::block_m asked for (0: the plan's)
   double us, tflops, peak_pct, weight_gbps;
   double vs_cublaslt;  // cuBLASLt's time over this row's on the same shape (0: not measured)
 };

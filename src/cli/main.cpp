@@ -66,8 +66,8 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
     const mxq::Backend b = mxq::parse_backend(backend_list.substr(at, end - at), "--backends");
     if (b == mxq::Backend::cpu) mxq::fail_arg("--backends: cpu is the fp64 reference, not a GPU backend to time");
     for (const int bm : block_ms) {  // cuBLASLt has no tile option: once
-      if (b == mxq::Backend::cublaslt && bm != block_ms.front()) continue;
-      backends.push_back({b, promote_k, bm});
+      backends.push_back({b, promote_k, b == mxq::Backend::cublaslt ? 0 : bm});
+      if (b == mxq::Backend::cublaslt) break;
     }
     at = end + 1;
   }
@@ -81,8 +81,9 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
   }
   json j = json::array();
   for (const auto& r : rows)
-    j.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"backend", r.backend}, {"ran", r.kernel}, {"error", r.error},
-                 {"us", r.us}, {"tflops", r.tflops}, {"peak_pct", r.peak_pct}, {"weight_gbps", r.weight_gbps}, {"vs_cublaslt", r.vs_cublaslt}});
+    j.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"backend", r.backend}, {"block_m", r.block_m}, {"ran", r.kernel},
+                 {"error", r.error}, {"us", r.us}, {"tflops", r.tflops}, {"peak_pct", r.peak_pct},
+                 {"weight_gbps", r.weight_gbps}, {"vs_cublaslt", r.vs_cublaslt}});
   std::cout << j.dump(2) << "\n";
   return 0;
 }

@@ -45,6 +45,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   if (m < 1 || n < 1 || k < 1)
     fail_arg("gemm plan: M, N and K must be >= 1, got " + std::to_string(m) + ", " + std::to_string(n) + ", " +
              std::to_string(k));
+  if (arch.sms < 1) fail_arg("gemm plan: arch.sms=" + std::to_string(arch.sms) + "; expected at least 1 SM");
   if (out != DType::float32 && out != DType::bfloat16)
     fail_arg(std::string("gemm plan: D dtype ") + dtype_name(out) + " is not supported; expected float32 or bfloat16");
   GemmPlan p;
@@ -112,7 +113,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
 }
 
 std::string to_string(const GemmPlan& p) {
-  char buf[320];
+  char buf[640];  // the longest `why` is about 320 characters
   std::snprintf(buf, sizeof buf,
                 "%s: block %dx%dx%d, %d stages, cluster %d, split-k %d, %lld tiles, %d CTAs per SM, %lld waves (last "
                 "%.0f%%), %lld bytes of shared memory; %s",

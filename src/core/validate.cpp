@@ -149,7 +149,7 @@ void check_promote_k(int64_t promote_k, const std::string& what) {
 
 void check_block_m(int64_t block_m, const std::string& what) {
   if (block_m != 128 && block_m != 256)
-    fail_arg(what + "=" + std::to_string(block_m) + "; expected 128 or 256 (or 0: the plan's choice)");
+    fail_arg(what + "=" + std::to_string(block_m) + "; expected 0 (the plan's choice), 128 or 256");
 }
 
 DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, const DequantizeOptions& opt) {

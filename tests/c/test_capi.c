@@ -1,6 +1,7 @@
 /* The C ABI end to end on the CPU, from C11: parse, plan, allocate, quantize (float32 mxfp8
  * both directions, bf16 nvfp4), dequantize, hand-checked codes, round-trip bounds, and errors
  * that leave poisoned outputs untouched. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,7 +489,16 @@ static void test_gemm_exact(void) {
   o.promote_k = 32;
   o.block_m = 192;
   check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
-              "options.block_m=192; expected 128 or 256", "block_m not 0, 128 or 256");
+              "options.block_m=192; expected 0 (the plan's choice), 128 or 256", "block_m not 0, 128 or 256");
+  o.block_m = ((int64_t)1 << 32) + 128; /* checked before narrowing to int */
+  check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
+              "options.block_m=4294967424", "block_m past int");
+  /* a caller built before block_m passes the old size: accepted, block_m not read */
+  o.size = offsetof(mxq_gemm_options, block_m);
+  CHECK_OK(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o));
+  o.size = offsetof(mxq_gemm_options, block_m) - 8;
+  check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
+              "options.size=", "a size neither the current nor the one before block_m");
   quantized_free(&qa);
   quantized_free(&qb);
   mxq_recipe_destroy(ra);

@@ -129,7 +129,7 @@ TEST(Gemm, ValidationNamesTheArgument) {
   for (int bm : {-1, 64, 192, 512}) {
     GemmOptions o;
     o.block_m = bm;
-    refused(o, "options.block_m=" + std::to_string(bm) + "; expected 128 or 256");
+    refused(o, "options.block_m=" + std::to_string(bm) + "; expected 0 (the plan's choice), 128 or 256");
   }
   for (auto [pk, bm] : {std::pair{32, 0}, {64, 128}, {128, 256}}) {  // the CPU reference ignores both: fp64
     GemmOptions o;

@@ -78,10 +78,13 @@ TEST(GemmPlan, WgmmaTileRowsByWaves) {
         Case{2048, 2112, 128},                          // 272 tiles: 3 waves (30) against 2 of 256 (36)
         Case{4096, 2112, 128},                          // 544 tiles: 5 waves (50) against 3 of 256 (54)
         Case{128 * 132 + 1, 128, 256}}) {
-    const int64_t w128 = (gemm_config::wgmma_tiles(c.m, c.n, 128) + 131) / 132 * 10;
-    const int64_t w256 = (gemm_config::wgmma_tiles(c.m, c.n, 256) + 131) / 132 * 18;
-    EXPECT_EQ(gemm_config::wgmma_block_m(c.m, c.n, 132), w256 < w128 ? 256 : 128) << c.m << "x" << c.n;
     EXPECT_EQ(plan_gemm(c.m, c.n, 7168, GemmKind::d1d2, DType::bfloat16, kH200).block_m, c.bm) << c.m << "x" << c.n;
+  }
+  try {  // no SMs: an error naming them, not a division by zero
+    plan_gemm(4096, 7168, 7168, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(0));
+    ADD_FAILURE() << "a plan for 0 SMs";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("arch.sms=0; expected at least 1 SM"), std::string::npos) << e.what();
   }
 }
 

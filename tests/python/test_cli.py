@@ -228,6 +228,8 @@ def test_bench_gemm():
     assert cpu.returncode == 2 and "--backends: cpu is the fp64 reference" in cpu.stderr
     unknown = run("bench", "gemm", "--backends", "gpu")
     assert unknown.returncode == 2 and "unknown backend 'gpu'" in unknown.stderr
+    tile = run("bench", "gemm", "--block-m", "0,192")
+    assert tile.returncode != 0 and "--block-m" in tile.stderr and "192" in tile.stderr, tile.stderr
 
 
 # `mxq cache warmup ENTRIES` into the cache directory tmp_path/cache, with extra environment.

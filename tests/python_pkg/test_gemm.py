@@ -40,9 +40,12 @@ def test_gemm_errors():
             mxq.gemm(qa, qb, promote_k=bad)
     np.testing.assert_array_equal(mxq.gemm(qa, qb, promote_k=128), mxq.gemm(qa, qb))  # the fp64 reference ignores it
     for bad in (64, 192, -1):
-        with pytest.raises(ValueError, match=f"options.block_m={bad}; expected 128 or 256"):
+        with pytest.raises(ValueError, match=f"options.block_m={bad}; expected 0 \\(the plan's choice\\), 128 or 256"):
             mxq.gemm(qa, qb, block_m=bad)
     np.testing.assert_array_equal(mxq.gemm(qa, qb, block_m=256), mxq.gemm(qa, qb))
+    for name, bad in (("block_m", 256.5), ("block_m", "256"), ("block_m", None), ("promote_k", 32.0), ("block_m", True)):
+        with pytest.raises(TypeError, match=f"gemm: {name}={bad!r}; expected an int"):
+            mxq.gemm(qa, qb, **{name: bad})
     with pytest.raises(ValueError, match="a.recipe=mxfp8"):
         mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
     with pytest.raises(ValueError, match="same K"):

@@ -43,8 +43,9 @@ constexpr int64_t wgmma_tiles(int64_t m, int64_t n, int bm) {
 }
 // The tile height for M x N on `sms` SMs: the one with the shorter estimated time, counted as the
 // persistent grid's waves (each CTA walks its tiles in turn) times the work of one tile. A 256-row
-// tile does twice a 128-row one's work in 0.9 of twice its time: at 1024..8192 rows the 256-row
-// tiles ran 1.08-1.15x faster (H200, bench/RESULTS.md session 16), the A and B bytes each tile's
+// tile does twice a 128-row one's work in 0.9 of twice its time: from 512 rows the 256-row tiles
+// ran 0.96-1.15x as fast as 128-row ones, most samples 1.06-1.15x (H200, bench/RESULTS.md session
+// 16, runs 1-2, whose figures move by up to ~15% between samples), the A and B bytes each tile's
 // stages bring to shared memory being spread over twice the MMAs. Ties go to 128 rows, so shapes
 // whose 128-row tiles fit one wave keep them (256x7168: 1.7x faster than at 256 rows).
 constexpr int wgmma_block_m(int64_t m, int64_t n, int sms) {

@@ -235,7 +235,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     if (be == Backend::cublaslt || (!decode && !wgmma)) fallback("gemm", "cublaslt", own, why);
   } else if (be == Backend::cuda_jit) {
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
-    // on the calling thread at the first call of each (promote-k, N, K), then from the memory and
+    // on the calling thread at the first call of each (tile rows, promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
     const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, block_m, p.n, p.k);
     if (!wgmma)

@@ -11,8 +11,9 @@
 // fp32 and carry that into a running sum (DeepSeek-V3 section 3.3.2 reports about 14 bits), so
 // each group of kGroup instructions (kGroup x 32 of K) starts from zero and is added into fp32
 // accumulators with its block scales. kGroup = 4 is DeepGEMM's every-128 promotion; smaller
-// groups are more accurate and cost FMAs. Two sets of group accumulators let one group's FMAs
-// overlap the next group's MMAs.
+// groups are more accurate and cost FMAs. With 128-row tiles two sets of group accumulators let
+// one group's FMAs overlap the next group's MMAs; with 256-row tiles (two 64-row blocks per
+// consumer) one set is promoted in turn, the other consumer's MMAs filling the gap.
 #include <cuda.h>
 #include <cuda_runtime.h>
 

@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       } else {
         // Two blocks: acc holds 128 registers, so one set of run accumulators, each run issued,
         // waited for and promoted in turn; the other consumer's MMAs keep the tensor cores busy
-        // meanwhile (256-row tiles, H200 session 16: 1.08-1.15x the 128-row kernel at M >= 1024).
+        // meanwhile (256-row tiles, H200 session 16: mostly 1.06-1.15x the 128-row kernel from M = 512).
         float part[64];
         const float sb = scale_b();
 #pragma unroll
