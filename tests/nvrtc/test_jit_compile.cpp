@@ -240,8 +240,19 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
       EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
     }
   }
+  for (int arch : {100, 130}) {  // wgmma is sm_90a's: refused by name, not a packing failure
+    try {
+      jit_warmup({"gemm:N=256,K=512"}, arch, 1);
+      ADD_FAILURE() << "gemm warmup for sm_" << arch << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("arch=" + std::to_string(arch) + " with gemm entries"), std::string::npos)
+          << e.what();
+    }
+  }
   try {
     jit_warmup({"gemm:N=16,K=16,block_m=192"}, 90, 1);
+    ADD_FAILURE() << "block_m=192 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("block_m=192; expected 0 (the plan's choice), 128 or 256"), std::string::npos)
         << e.what();

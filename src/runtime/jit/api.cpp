@@ -123,6 +123,9 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
       }
     }
   }
+  if (!gemm_keys.empty() && arch != 90)
+    fail_arg("jit_warmup: arch=" + std::to_string(arch) +
+             " with gemm entries; the GEMM's TMA + wgmma kernel is built for sm_90a only (expected arch 90)");
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   JitWarmupResult res;
   res.failures = runtime::jit::warmup(keys, gemm_keys, arch, threads);
