@@ -399,7 +399,7 @@ mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int6
       opt.promote_k = options->promote_k;
       if (options->size == sizeof(mxq_gemm_options)) {
         const int64_t bm = options->block_m;
-        if (bm != 0) check_block_m(bm, "options.block_m");  // before narrowing: 2^32 + 128 is no 128
+        check_block_m(bm, "options.block_m");  // before narrowing: 2^32 + 128 is no 128
         opt.block_m = int(bm);
       }
     }

@@ -77,14 +77,14 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       break;
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";
+      p.block_m = wgmma_block_m(m, n, arch.sms);
       p.why = "M=" + std::to_string(m) +
               (m > kDecodeMaxM ? " > " + std::to_string(kDecodeMaxM)
                : k % 128 != 0  ? std::string(", K % 128 != 0")
                                : std::string(" (the decode kernel's tiles would take 2 waves)")) +
-              ": " + std::to_string(wgmma_block_m(m, n, arch.sms)) +
-              "x128 tiles (256 rows where the waves of 256-row tiles are estimated shorter) on a persistent grid of "
+              ": " + std::to_string(p.block_m) +
+              "x128 tiles (256 rows where waves times a tile's cost come out smaller) on a persistent grid of "
               "min(tiles, SMs) CTAs";
-      p.block_m = wgmma_block_m(m, n, arch.sms);
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
       p.tiles = wgmma_tiles(m, n, p.block_m);

@@ -138,7 +138,7 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   }
   if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + std::to_string(opt.alpha) + " must be finite");
   check_promote_k(opt.promote_k, "gemm: options.promote_k");
-  if (opt.block_m != 0) check_block_m(opt.block_m, "gemm: options.block_m");
+  check_block_m(opt.block_m, "gemm: options.block_m");
   return c;
 }
 
@@ -148,7 +148,7 @@ void check_promote_k(int64_t promote_k, const std::string& what) {
 }
 
 void check_block_m(int64_t block_m, const std::string& what) {
-  if (block_m != 128 && block_m != 256)
+  if (block_m != 0 && block_m != 128 && block_m != 256)
     fail_arg(what + "=" + std::to_string(block_m) + "; expected 0 (the plan's choice), 128 or 256");
 }
 

@@ -44,7 +44,7 @@ struct GemmCall {
 };
 // GemmOptions::promote_k: 32, 64 or 128, else an invalid_argument error "<what>=<value>; expected ...".
 void check_promote_k(int64_t promote_k, const std::string& what);
-// GemmOptions::block_m when not 0: 128 or 256, else an invalid_argument error as above
+// GemmOptions::block_m: 0, 128 or 256, else an invalid_argument error as above
 // ("<what>=<value>; expected 0 (the plan's choice), 128 or 256").
 void check_block_m(int64_t block_m, const std::string& what);
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& opt);

@@ -222,6 +222,12 @@ def test_bench_gemm():
         assert r.returncode == 0, r.stderr
         rows = json.loads(r.stdout)
         assert [x["backend"] for x in rows] == ["cublaslt", "cuda-aot"] and all(x["us"] > 0 for x in rows), rows
+        # --block-m switches our wgmma kernel's tiles, one row each
+        t = run("bench", "gemm", "256x512x512", "--backends", "cuda-aot", "--block-m", "128,256", "--json")
+        assert t.returncode == 0, t.stderr
+        tiles = json.loads(t.stdout)
+        assert [x["block_m"] for x in tiles] == [128, 256], tiles
+        assert "wgmma 128x128" in tiles[0]["ran"] and "wgmma 256x128" in tiles[1]["ran"], tiles
     bad = run("bench", "gemm", "8x512")
     assert bad.returncode == 2 and "gemm shape '8x512' is not MxNxK" in bad.stderr
     cpu = run("bench", "gemm", "--backends", "cpu")

@@ -14,8 +14,8 @@ enum class ScaleLayout : uint8_t {
   swizzled_128x4 = 3,  // cuBLASLt / tcgen05 block-scaled layout, 1-byte scales
 };
 
-MXQ_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-MXQ_HD int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+constexpr MXQ_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr MXQ_HD int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Geometry of one scale matrix. `kb_outer` marks the compact columnwise "same shape" form, in
 // which the scale tensor has the input's orientation: [kb][mn].

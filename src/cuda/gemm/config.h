@@ -3,7 +3,8 @@
 // `mxq gemm-plan` prints what runs.
 #pragma once
 
-#include "mxq/numerics/config.h"  // the fixed-width types, under NVRTC too
+#include "mxq/numerics/config.h"   // the fixed-width types, under NVRTC too
+#include "mxq/numerics/layouts.h"  // ceil_div
 
 namespace mxq::gemm_config {
 
@@ -30,6 +31,8 @@ struct WgmmaTile {
   // Per stage: the A and B tiles and A's BM scales (what TMA writes), and B's one scale.
   static constexpr uint32_t kTileA = BM * kWgmmaBK, kTileB = kWgmmaBN * kWgmmaBK, kTileScaleA = BM * 4;
   static constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA;
+  // the shared-memory carve-up (wgmma.cuh): swizzled tiles on 1024 bytes, TMA'd scales on 16
+  static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kTileScaleA % 16 == 0, "carve-up alignment");
   static constexpr int64_t kSmemBytes =
       int64_t(kStages) * (kStageBytes + 4) + kWgmmaConsumers * kWgmmaOutBytes + 2 * kStages * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
@@ -39,7 +42,7 @@ constexpr int64_t wgmma_smem_bytes(int bm) {
   return bm == 256 ? WgmmaTile<256>::kSmemBytes : WgmmaTile<128>::kSmemBytes;
 }
 constexpr int64_t wgmma_tiles(int64_t m, int64_t n, int bm) {
-  return (m + bm - 1) / bm * ((n + kWgmmaBN - 1) / kWgmmaBN);
+  return num::ceil_div(m, bm) * num::ceil_div(n, kWgmmaBN);
 }
 // The tile height for M x N on `sms` SMs: the one with the shorter estimated time, counted as the
 // persistent grid's waves (each CTA walks its tiles in turn) times the work of one tile. A 256-row
@@ -49,8 +52,8 @@ constexpr int64_t wgmma_tiles(int64_t m, int64_t n, int bm) {
 // stages bring to shared memory being spread over twice the MMAs. Ties go to 128 rows, so shapes
 // whose 128-row tiles fit one wave keep them (256x7168: 1.7x faster than at 256 rows).
 constexpr int wgmma_block_m(int64_t m, int64_t n, int sms) {
-  const int64_t w128 = (wgmma_tiles(m, n, 128) + sms - 1) / sms * 10;
-  const int64_t w256 = (wgmma_tiles(m, n, 256) + sms - 1) / sms * 2 * 9;
+  const int64_t w128 = num::ceil_div(wgmma_tiles(m, n, 128), sms) * 10;
+  const int64_t w256 = num::ceil_div(wgmma_tiles(m, n, 256), sms) * 2 * 9;
   return w256 < w128 ? 256 : 128;
 }
 // The persistent order of the wgmma kernel's tiles: bands of kWgmmaBandN N blocks, M fastest
@@ -103,7 +106,7 @@ constexpr int64_t decode_smem_bytes(int64_t m, int rows) {
 // allow it: two sets of one step's results in flight (decode.cu), 64 per thread at n = 64.
 constexpr int decode_ctas_per_sm(int rows) { return rows == 64 ? 3 : 2; }
 // Tiles of `rows` weight rows, and the CTAs of that size one wave holds.
-constexpr int64_t decode_tiles(int64_t n, int rows) { return (n + rows - 1) / rows; }
+constexpr int64_t decode_tiles(int64_t n, int rows) { return num::ceil_div(n, rows); }
 constexpr int64_t decode_slots(int rows, int sms) { return int64_t(sms) * decode_ctas_per_sm(rows); }
 // 128-row tiles where 64-row ones would not fit one wave; n = 64 has registers for 64 rows only.
 constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
@@ -164,7 +167,7 @@ constexpr bool decode_use_mma(int64_t m, int64_t k) { return m <= kDecodeMmaMaxM
 constexpr int kDecodeMmaRowsN = 16, kDecodeMmaWarps = 8, kDecodeMmaStages = 3, kDecodeMmaCtasPerSm = 2;
 constexpr int kDecodeMmaStageBytes = 64;  // per thread: 16 bytes of rows g and g + 8, twice
 constexpr int decode_mma_k_split(int64_t n, int64_t k, int sms) {
-  const int64_t blocks = k / 128, groups16 = (n + kDecodeMmaRowsN - 1) / kDecodeMmaRowsN;
+  const int64_t blocks = k / 128, groups16 = num::ceil_div(n, kDecodeMmaRowsN);
   const int64_t resident = int64_t(sms) * kDecodeMmaCtasPerSm * kDecodeMmaWarps;
   int split = blocks >= 32 ? 8 : blocks >= 16 ? 4 : blocks >= 8 ? 2 : 1;
   while (split > 1 && groups16 * split > resident) split /= 2;

@@ -83,7 +83,7 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   }
   if (n < 1 || k < 1) fail_arg(arg + ": needs N >= 1 and K >= 1, e.g. gemm:N=7168,K=7168");
   check_promote_k(pk, arg + ": promote_k");
-  if (bm != 0) check_block_m(int(bm), arg + ": block_m");
+  check_block_m(bm, arg + ": block_m");
   std::vector<runtime::jit::GemmKey> keys;
   for (const int rows : {128, 256}) {
     if (bm != 0 && bm != rows) continue;
