@@ -97,13 +97,12 @@ std::vector<float> run_gemm(QuantizedBuffers& a, QuantizedBuffers& b, int64_t m,
   return out;
 }
 
-// Integer values in [-2, 2], a 2 in every block so that every block has the same power-of-two
-// scale (codes = value * 2^7, exact in E4M3). Every product is then a multiple of 2^14 and every
-// partial sum has at most 13 significant bits, exact even in the tensor cores' narrow FP8
+// Integer values in [-2, 2] times a power of two per row, a 2 in every block so that every block's
+// codes are the integers times 2^7 (exact in E4M3) and its scale carries the row's power of two.
+// Every code product is then a multiple of 2^14 and every partial sum has at most 13 significant bits, exact even in the tensor cores' narrow FP8
 // accumulation (about 14 bits, DeepSeek-V3 report section 3.3.2), so the fp32 output must equal
-// the exact dot product bit for bit. A tail error or a scale read from the wrong block of K
-// shows up as a wrong integer; every block's scale is the same here, so a scale taken from the
-// wrong row is RandomAgainstReference's to catch.
+// the exact dot product bit for bit. A tail error, or a scale read from the wrong block of K or
+// of rows, shows up as a wrong integer (rows carry power-of-two factors, see ints below).
 TEST(GpuGemm, ExactOnSmallIntegers) {
   REQUIRE_GPU();
   struct Case {
@@ -155,13 +154,19 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, blk, 1, 200, 16384, Backend::cuda_aot, "decode, wgmma"},
                         Case{row, blk, 33, 77, 1000, Backend::cuda_aot, "generic"}}) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));
-    auto ints = [&](int64_t rows) {
+    // Row r's values times 2^((r / group) % spread): every block's codes stay those of the
+    // unscaled integers (the block scale takes the power of two), so the sums stay exact, but a
+    // scale read from the wrong row (A: 64-row blocks, B: 128-row blocks) gives a wrong integer.
+    auto ints = [&](int64_t rows, int64_t group, int spread) {
       std::vector<float> v(size_t(rows * c.k));
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t t = 0; t < c.k; ++t) v[size_t(r * c.k + t)] = (t % 128 == r % 128) ? 2.0f : float(int(rng() % 5) - 2);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float f = float(1 << ((r / group) % spread));
+        for (int64_t t = 0; t < c.k; ++t)
+          v[size_t(r * c.k + t)] = f * ((t % 128 == r % 128) ? 2.0f : float(int(rng() % 5) - 2));
+      }
       return v;
     };
-    Input xa(c.m, c.k, ints(c.m)), xb(c.n, c.k, ints(c.n));
+    Input xa(c.m, c.k, ints(c.m, 64, 3)), xb(c.n, c.k, ints(c.n, 128, 2));
     QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
     for (int pk : {32, 64, 128}) {  // every promotion interval of the wgmma kernel is exact here
       std::string ran;

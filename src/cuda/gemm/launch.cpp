@@ -246,7 +246,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     else if (dev >= 64) why = "the JIT's GEMM cache keys devices 0..63 (device " + std::to_string(dev) + ")";
     else why = jit::gemm_key_problem(key);  // N or K of 2^24 or more
     if (why.empty()) {
-      CUtensorMap maps[3];
+      CUtensorMap maps[4];
       unsigned grid = 0;
       if (!cuda::gemm_wgmma_setup(p, ad.sms, block_m, maps, grid))
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");

@@ -39,6 +39,7 @@ struct GemmParams {
   void* d;
   int64_t d_stride;
   bool d_bf16;
+  bool d_tma;  // the wgmma kernel stores D through its tensor map (16-byte aligned D and rows)
 };
 
 // D[m, n] from the fp32 dot product: alpha * sum (+ C[m, n]) (+ bias[n]), stored as bf16 (round

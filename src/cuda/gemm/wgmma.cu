@@ -32,10 +32,11 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
   constexpr int smem = int(WgmmaTile<kBM>::kSmemBytes);
   if (const cudaError_t e = allow_dynamic_smem<gemm_wgmma_kernel<kBM, kGroup>>(device, smem); e != cudaSuccess)
     return e;
-  CUtensorMap maps[3];
+  CUtensorMap maps[4];
   unsigned grid = 0;
-  if (!gemm_wgmma_setup(p, sms, kBM, maps, grid)) return cudaErrorInvalidValue;
-  gemm_wgmma_kernel<kBM, kGroup><<<grid, kThreads, smem, stream>>>(maps[0], maps[1], maps[2], p);
+  GemmParams q = p;
+  if (!gemm_wgmma_setup(q, sms, kBM, maps, grid)) return cudaErrorInvalidValue;
+  gemm_wgmma_kernel<kBM, kGroup><<<grid, kThreads, smem, stream>>>(maps[0], maps[1], maps[2], maps[3], q);
   return cudaGetLastError();
 }
 
@@ -50,7 +51,7 @@ cudaError_t launch_group(const GemmParams& p, int device, int sms, int group, cu
 
 }  // namespace
 
-bool gemm_wgmma_setup(const GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[3], unsigned& grid) {
+bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[4], unsigned& grid) {
   if (block_m != 128 && block_m != 256) return false;
   const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
   if (!make_map(maps[0], p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, block_m,
@@ -60,6 +61,13 @@ bool gemm_wgmma_setup(const GemmParams& p, int sms, int block_m, CUtensorMap (&m
       !make_map(maps[2], p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(p.k, kBK), p.m, sa_stride, block_m, 1,
                 CU_TENSOR_MAP_SWIZZLE_NONE))
     return false;
+  // D through TMA where its base and rows are 16-byte aligned: boxes of 64 rows x 128 bytes in
+  // the 128-byte swizzle the epilogue writes (wgmma.cuh)
+  const int esz = p.d_bf16 ? 2 : 4;
+  p.d_tma = reinterpret_cast<uintptr_t>(p.d) % 16 == 0 && (p.d_stride * esz) % 16 == 0 &&
+            make_map(maps[3], p.d, p.d_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, esz,
+                     p.m, p.n, p.d_stride, kOutData / esz, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!p.d_tma) maps[3] = maps[0];  // not read by the kernel; a valid map all the same
   const int64_t tiles = wgmma_tiles(p.m, p.n, block_m);
   grid = unsigned(tiles < sms ? tiles : sms);
   return true;

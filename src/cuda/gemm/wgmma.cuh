@@ -49,14 +49,46 @@ __device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t ro
 }
 
 // D for one consumer's 64 x 128 results: the thread's fragment (rows r and r + 8 of the warp's
-// 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, then the warpgroup writes
-// whole rows with 16-byte stores (element stores at the matrix's edges or unaligned D).
+// 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, 128 bytes of each row a pass.
+// With p.d_tma one thread then stores the 64 x 128-byte box through D's tensor map (rows in
+// TMA's 128-byte swizzle: 16-byte chunk j of row r at chunk j ^ (r % 8); TMA clips the matrix's
+// edges), and the next pass waits only until that store has read the block. Otherwise the
+// warpgroup writes whole rows with 16-byte stores (element stores at the edges or unaligned D).
 template <typename T>
-__device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)[64], uint8_t* out, int c, int tid,
-                                         int64_t row0, int64_t col0) {
+__device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap* map_d, const float (&acc)[64],
+                                         uint8_t* out, int c, int tid, int64_t row0, int64_t col0) {
   constexpr int kCols = kOutData / sizeof(T), kPasses = 128 / kCols;  // columns per pass
   const int warp = tid / 32, lane = tid % 32, fr = warp * 16 + lane / 4, fc = 2 * (lane % 4);
   const bool plain = !p.c && !p.bias;
+  if (p.d_tma) {
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      if (tid == 0) bulk_wait_read<0>();  // the previous store has read the block
+      sync_consumer(c);
+#pragma unroll
+      for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = fr + 8 * h, cl = 8 * j + fc;
+          float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+          v0 = plain ? gemm_scaled(p, v0) : finish(p, v0, row0 + r, col0 + cl);
+          v1 = plain ? gemm_scaled(p, v1) : finish(p, v1, row0 + r, col0 + cl + 1);
+          const int byte = (cl - pass * kCols) * int(sizeof(T));
+          uint8_t* at = out + r * int(kOutData) + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+          if constexpr (sizeof(T) == 2)
+            *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
+          else
+            *reinterpret_cast<float2*>(at) = float2{v0, v1};
+        }
+      fence_async_shared();
+      sync_consumer(c);
+      if (tid == 0) {
+        tma_store_2d(map_d, out, int32_t(col0 + pass * kCols), int32_t(row0));
+        bulk_commit();
+      }
+    }
+    return;
+  }
   const bool vec = (reinterpret_cast<unsigned long long>(p.d) % 16 == 0) && (p.d_stride * int64_t(sizeof(T))) % 16 == 0;
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
@@ -105,7 +137,8 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const float (&acc)
 template <int kBM, int kGroup, int64_t kN = 0, int64_t kK = 0>
 __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                      const __grid_constant__ CUtensorMap map_sa, const GemmParams p) {
+                      const __grid_constant__ CUtensorMap map_sa, const __grid_constant__ CUtensorMap map_d,
+                      const GemmParams p) {
   using namespace wgmma_detail;
   using namespace sm90;
   using Tile = WgmmaTile<kBM>;
@@ -145,6 +178,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     tma_prefetch_map(&map_a);
     tma_prefetch_map(&map_b);
     tma_prefetch_map(&map_sa);
+    if (p.d_tma) tma_prefetch_map(&map_d);
     uint32_t s = 0, phase = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       int64_t mb, nb;
@@ -252,10 +286,11 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
 #pragma unroll
     for (int h = 0; h < kBlocks; ++h) {
       const int64_t row0 = mb * kBM + (c * kBlocks + h) * 64, col0 = nb * kBN;
-      if (p.d_bf16) epilogue<uint16_t>(p, acc[h], out, c, tid, row0, col0);
-      else epilogue<float>(p, acc[h], out, c, tid, row0, col0);
+      if (p.d_bf16) epilogue<uint16_t>(p, &map_d, acc[h], out, c, tid, row0, col0);
+      else epilogue<float>(p, &map_d, acc[h], out, c, tid, row0, col0);
     }
   }
+  if (p.d_tma && tid == 0) bulk_wait<0>();  // the last stores complete before the CTA exits
 }
 
 }  // namespace mxq::cuda

@@ -184,7 +184,7 @@ std::string gemm_kernel_source(const GemmKey& k) {
   return "// mxq JIT: " + gemm_key_text(k) + "\n#include \"cuda/gemm/wgmma.cuh\"\ntemplate __global__ void " +
          gemm_kernel_name(k) +
          "(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, "
-         "const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
+         "const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
 }
 
 Compiled compile_gemm(const GemmKey& k, int arch) {

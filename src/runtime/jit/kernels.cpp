@@ -227,7 +227,7 @@ const Compiled& compiled_gemm(const GemmKey& key, int arch) {
                 gemm_key_text(key) + " sm_" + std::to_string(arch), [&] { return compile_gemm(key, arch); });
 }
 
-void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[3], const cuda::GemmParams& p,
+void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[4], const cuda::GemmParams& p,
                  cudaStream_t stream) {
   if ((key.n && key.n != p.n) || (key.k && key.k != p.k))
     fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call of N=" + std::to_string(p.n) +
@@ -240,9 +240,9 @@ void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMa
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = unsigned(gemm_config::wgmma_smem_bytes(key.block_m));
   cfg.hStream = stream;
-  CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2];
+  CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2], md = maps[3];
   cuda::GemmParams params = p;
-  void* args[] = {&ma, &mb, &msa, &params};
+  void* args[] = {&ma, &mb, &msa, &md, &params};
   if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
     check_cu(r, "jit: launching " + gemm_key_text(key));
 }
