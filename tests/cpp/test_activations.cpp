@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "mxq/numerics/activations.h"
 
@@ -108,4 +109,28 @@ TEST(Activations, ForwardAndDerivativeMatchTheirFormulas) {
 }
 
 }  // namespace
+// The bf16 table of the fused GPU kernels: every bf16 value with |x| in [2^-24, 2^8) has an entry
+// whose value is that bf16 value, each entry belongs to exactly one such value, and every other
+// bf16 value (zeros, tinier, larger, Inf, NaN) has none.
+TEST(Activations, Bf16TableIndexesEachValueInRangeOnce) {
+  std::vector<int> owner(Bf16Table::kSize, -1);
+  int inside = 0;
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const float x = bits_float(b << 16);
+    const uint32_t i = Bf16Table::index(b);
+    const bool in_range = std::fabs(x) >= 0x1p-24f && std::fabs(x) < 256.0f;  // false for NaN
+    ASSERT_EQ(i < Bf16Table::kSize, in_range) << "bf16 bits " << b;
+    ASSERT_EQ(Bf16Table::index(b | 0xabcd0000u), i) << "bits above 16 are ignored, bf16 bits " << b;
+    if (!in_range) {
+      ASSERT_EQ(i, Bf16Table::kSize);
+      continue;
+    }
+    ++inside;
+    ASSERT_EQ(owner[i], -1) << "entry " << i << " of bf16 bits " << owner[i] << " and " << b;
+    owner[i] = int(b);
+    ASSERT_EQ(float_bits(Bf16Table::value(i)), b << 16) << "entry " << i;
+  }
+  EXPECT_EQ(inside, int(Bf16Table::kSize));
+}
+
 }  // namespace mxq::num

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/quantize/fast.cuh"
 #include "gpu_test.hpp"
 #include "mxq/numerics/activations.h"
 
@@ -102,6 +103,66 @@ TEST(GpuNumerics, ActivationsEqualTheHostBitForBit) {
     }
     EXPECT_EQ(mismatches, 0) << function_name(f) << ": " << mismatches << " of " << n << " inputs differ";
   }
+}
+
+// The fused kernels' bf16 lookup table (fast.cuh ActTable, as a kernel with fused epilogue
+// kFuse uses it): each of 32 CTAs fills its table and looks up 2048 bf16 values, 8 per thread as
+// the kernels do (in the table or evaluated), so every bf16 value is looked up once.
+template <int kFuse>
+struct TableConfig {
+  static constexpr cuda::FastKey kKey{2, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::rows, 32, 1,
+                                      num::ScaleLayout::row_major, num::ScaleLayout::row_major, kFuse};
+  static constexpr bool kDact = (kFuse & cuda::kFuseDact) != 0;
+  static constexpr int kThreads = 256;
+};
+
+template <int kFuse>
+__global__ void look_up_every_bf16(uint32_t* out) {
+  using Table = cuda::ActTable<TableConfig<kFuse>>;
+  static_assert(Table::kOn);
+  Table::fill();
+  const uint32_t b0 = (blockIdx.x * 256 + threadIdx.x) * 8;
+  uint32_t k[4];
+  for (int q = 0; q < 4; ++q) k[q] = (b0 + 2 * q) | ((b0 + 2 * q + 1) << 16);
+  const cuda::Row8 f = Table::lookup(k, true);
+  for (int j = 0; j < 8; ++j) out[b0 + j] = __float_as_uint(f.v[j]);
+}
+
+template <int kFuse>
+void expect_table_equals_evaluation() {
+  using Table = cuda::ActTable<TableConfig<kFuse>>;
+  uint32_t* od = nullptr;
+  ASSERT_EQ(cudaMalloc(&od, 65536 * 4), cudaSuccess);
+  look_up_every_bf16<kFuse><<<32, 256>>>(od);
+  std::vector<uint32_t> got(65536);
+  ASSERT_EQ(cudaMemcpy(got.data(), od, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(od);
+  int64_t mismatches = 0;
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const float x = num::bits_float(b << 16);
+    const uint32_t want = num::float_bits(TableConfig<kFuse>::kDact ? num::dact_f(Table::kFn, x) : num::act_f(Table::kFn, x));
+    const bool both_nan = num::is_nan(num::bits_float(got[b])) && num::is_nan(num::bits_float(want));
+    if (got[b] != want && !both_nan && mismatches++ < 3)
+      ADD_FAILURE() << "fuse " << kFuse << ", bf16 bits 0x" << std::hex << b << ": table 0x" << got[b] << ", host 0x"
+                    << want;
+  }
+  EXPECT_EQ(mismatches, 0) << "fuse " << kFuse;
+}
+
+TEST(GpuNumerics, Bf16TableEqualsTheHostForEveryValue) {
+  REQUIRE_GPU();
+  using A = Activation;
+  constexpr int kD = cuda::kFuseDact;
+  expect_table_equals_evaluation<int(A::gelu)>();
+  expect_table_equals_evaluation<int(A::gelu_tanh)>();
+  expect_table_equals_evaluation<int(A::silu)>();
+  expect_table_equals_evaluation<int(A::qgelu)>();
+  expect_table_equals_evaluation<int(A::gelu) | kD>();
+  expect_table_equals_evaluation<int(A::gelu_tanh) | kD>();
+  expect_table_equals_evaluation<int(A::silu) | kD>();
+  expect_table_equals_evaluation<int(A::qgelu) | kD>();
+  expect_table_equals_evaluation<int(A::swiglu)>();  // silu, its gate
+  expect_table_equals_evaluation<int(A::geglu)>();   // gelu
 }
 
 }  // namespace

@@ -21,6 +21,9 @@
 #include "runtime/memory.hpp"
 
 #include "gpu_test.hpp"
+#if MXQ_WITH_CUDA
+#include "cuda/quantize/fast_launch.hpp"
+#endif
 
 namespace mxq {
 namespace {
@@ -30,7 +33,7 @@ using namespace gpu_test;
 // ---- case generation (separate from the checks)
 // all16_*: every finite fp16 / bf16 value with |x| <= 6, one per element, each 32-element block
 // led by a 6 so that MX and pow2 scales give the multiplier 1: the FP4 codes of every input.
-enum class Values { normal_outliers, special, all16_fp16, all16_bf16 };
+enum class Values { normal_outliers, special, all16_fp16, all16_bf16, every_bf16 };
 
 std::vector<float> all16_le6(bool fp16) {
   std::vector<float> v;
@@ -49,6 +52,10 @@ std::vector<float> make_values(int64_t rows, int64_t cols, Values kind, uint64_t
   if (kind == Values::all16_fp16 || kind == Values::all16_bf16) {
     const std::vector<float> all = all16_le6(kind == Values::all16_fp16);
     for (size_t i = 0, k = 0; i < x.size(); ++i) x[i] = i % 32 == 0 ? 6.0f : all[k++ % all.size()];
+    return x;
+  }
+  if (kind == Values::every_bf16) {  // each bf16 bit pattern in order (a block shares a binade), NaNs too
+    for (size_t i = 0; i < x.size(); ++i) x[i] = num::bf16_to_float(uint16_t((i + seed) & 0xffffu));
     return x;
   }
   for (auto& v : x) v = nd(rng);
@@ -642,6 +649,40 @@ TEST(GpuFused, RecipesAndDtypesBitExact) {
       }
   std::printf("fused recipe cases: %d (last: %s)\n", cases, g_gpu_dispatch.kernel.c_str());
 }
+
+#if MXQ_WITH_CUDA
+// The bf16 lookup table of the fused functions (fast.cuh ActTable) gives what evaluating them
+// gives: every bf16 value (in the table's range or not) through each function the table takes,
+// forward and backward, on the rows and the row+col kernels, with the table forced on and off.
+TEST(GpuFused, Bf16TableEqualsEvaluation) {
+  REQUIRE_GPU();
+  struct Policy {
+    ~Policy() { cuda::set_act_table_policy(-1); }
+  } restore;
+  int cases = 0;
+  for (int policy : {1, 0}) {
+    cuda::set_act_table_policy(policy);
+    for (Activation a : {Activation::gelu, Activation::gelu_tanh, Activation::silu, Activation::qgelu,
+                         Activation::swiglu, Activation::geglu})
+      for (bool dact : {false, true}) {
+        if (dact && num::is_gated(a)) continue;
+        for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
+          check_fused(r, DType::bfloat16, Shape{64, 1024}, {a, dact, false, false}, uint64_t(cases), false,
+                      Values::every_bf16);
+          if (HasFatalFailure()) return;
+          ASSERT_EQ(cuda::last_act_table(), policy == 1) << r << " " << activation_name(a) << " policy " << policy;
+          ++cases;
+        }
+      }
+    // relu and reglu take no table, whatever the policy
+    check_fused("mxfp8", DType::bfloat16, Shape{64, 1024}, {Activation::reglu, false, false, false}, 7, false,
+                Values::every_bf16);
+    if (HasFatalFailure()) return;
+    ASSERT_FALSE(cuda::last_act_table());
+  }
+  std::printf("table cases: %d\n", cases);
+}
+#endif
 
 // Fused kernels keep one wave of CTAs: a tall input makes each walk many row tiles.
 TEST(GpuFused, TallShapesWalkManyTiles) {

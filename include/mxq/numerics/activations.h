@@ -149,6 +149,28 @@ MXQ_HD float erf_f(float x) {
   return is_nan(x) ? x : (float_bits(x) >> 31 ? -r : r);
 }
 
+// ---- lookup tables of the fused GPU kernels for bf16 inputs (cuda/quantize/fast.cuh). A bf16
+// input takes one of 65536 values, and the activations cost 20-65 instructions each; the 8192
+// values with |x| in [2^-24, 2^8) (32 binades of 128 mantissas, both signs) index a table of fp32
+// entries, 32 KB of shared memory, which each CTA fills by evaluating the functions above on them.
+// A lookup is therefore the function's value bit for bit. The other values (zero, |x| < 2^-24,
+// |x| >= 256, Inf, NaN) are evaluated.
+struct Bf16Table {
+  static constexpr uint32_t kFirst = 103u << 7;  // bf16 bits of 2^-24 (biased exponent 103)
+  static constexpr uint32_t kHalf = 32u * 128u;  // entries per sign
+  static constexpr uint32_t kSize = 2u * kHalf;
+  // For the bf16 value with bits b (the low 16 bits; higher ones are ignored): its offset in the
+  // table's binades, < kHalf exactly inside the table (below 2^-24 it wraps to a large value) ...
+  static MXQ_HD uint32_t offset(uint32_t b) { return (b & 0x7fffu) - kFirst; }
+  // ... and, inside, its entry: |x| in binade k (0..31) with mantissa m at k * 128 + m, negatives
+  // kHalf on. Outside, an entry of some other value.
+  static MXQ_HD uint32_t entry(uint32_t b) { return (offset(b) | ((b >> 3) & kHalf)) & (kSize - 1); }
+  // The entry of b, or kSize outside the table.
+  static MXQ_HD uint32_t index(uint32_t b) { return offset(b) < kHalf ? entry(b) : kSize; }
+  // The value of entry i < kSize.
+  static MXQ_HD float value(uint32_t i) { return bits_float((((i / kHalf) << 15) | (kFirst + i % kHalf)) << 16); }
+};
+
 // ---- the activations (forward) and their derivatives, in TransformerEngine's formulas.
 constexpr float kSqrtHalf = 0.707106781186547524f;
 constexpr float kSqrt2OverPi = 0.797884560802865355f;

@@ -326,15 +326,82 @@ __device__ __forceinline__ Row8 act_row(Row8 x) {
   else return act_row_outlined<kAct>(x);
 }
 
-// y = f(input) of a raw tile as fp32 bits, zeros outside the tensor (rows i >= n; the CPU
-// reference's act_f / dact_f in the same order, NaN canonicalised as there).
+// The fused function of a bf16-input kernel (fused_function: activation, gate or derivative)
+// looked up in num::Bf16Table, 32 KB of shared memory that the CTA fills before its first tile
+// (before the programmatic-launch wait, so it overlaps the previous kernel's tail) when the
+// launcher finds it pays (TileParams::act_table). Entries are the function's values as the
+// evaluation computes them, so a lookup is bit-identical to it. Values outside the table (zero,
+// |x| < 2^-24 or >= 256, Inf, NaN) are evaluated.
 template <class C>
-__device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::kR][8], int n) {
+struct ActTable {
+  using T = num::Bf16Table;
+  static constexpr bool kOn = act_table_capable(C::kKey);
+  static constexpr num::Activation kFn = fused_function(C::kKey);
+
+  __device__ static float* entries() {
+    __shared__ float table[T::kSize];
+    return table;
+  }
+  __device__ static float eval(float x) { return C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x); }
+  // All threads of the CTA, before any of them returns.
+  __device__ static void fill() {
+    float* table = entries();
+    for (uint32_t i = threadIdx.x; i < T::kSize; i += C::kThreads) table[i] = eval(T::value(i));
+    __syncthreads();
+  }
+  // The function of the 8 bf16 values in k. Values outside the table are evaluated one at a time
+  // in a loop (one inline copy of the function, no call: a call's saved registers spilled the
+  // 80-register kernels), which a warp runs only when one of its lanes has such a value, and
+  // only in a live row: the zeros loaded for rows and columns outside the tensor would otherwise
+  // make the CTAs at its right edge evaluate every element.
+  __device__ static Row8 lookup(const uint32_t (&k)[4], bool live) {
+    const float* table = entries();
+    Row8 f;
+    uint32_t miss = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t b = j & 1 ? k[j / 2] >> 16 : k[j / 2];
+      miss |= T::offset(b) >= T::kHalf ? 1u << j : 0u;
+      f.v[j] = table[T::entry(b)];  // some entry outside the table: replaced below
+    }
+    if (!live) miss = 0;
+    while (miss) {
+      const int j = __ffs(int(miss)) - 1;
+      miss &= miss - 1;
+      const uint32_t w = j < 4 ? (j < 2 ? k[0] : k[1]) : (j < 6 ? k[2] : k[3]);
+      const float v = eval(__uint_as_float(j & 1 ? w & 0xffff0000u : w << 16));
+#pragma unroll
+      for (int i = 0; i < 8; ++i) f.v[i] = i == j ? v : f.v[i];
+    }
+    return f;
+  }
+};
+
+// y = f(input) of a raw tile as fp32 bits, zeros outside the tensor (rows i >= n; the CPU
+// reference's act_f / dact_f in the same order, NaN canonicalised as there); table: look the
+// function up (ActTable).
+template <class C>
+__device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::kR][8], int n, bool table) {
 #pragma unroll
   for (int i = 0; i < C::kR; ++i) {
     Row8 y;
     elements<C::kInDType>(t.x[i], y.v);
-    if constexpr (C::kGated) {
+    if (ActTable<C>::kOn && table) {
+      if constexpr (ActTable<C>::kOn) {
+        const Row8 f = ActTable<C>::lookup(C::kDact ? t.second[i] : t.x[i], i < n);
+        if constexpr (C::kGated) {
+          Row8 gate;
+          elements<C::kInDType>(t.second[i], gate.v);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(f.v[j], gate.v[j]);
+        } else if constexpr (C::kDact) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], f.v[j]);
+        } else {
+          y = f;
+        }
+      }
+    } else if constexpr (C::kGated) {
       Row8 gate;
       elements<C::kInDType>(t.second[i], gate.v);
       y = act_row<num::gate_of(C::kAct), C::kShape>(y);
@@ -918,9 +985,10 @@ template <class C>
 struct FusedLoad {
   RawTile<C> raw;
   uint32_t y[C::kR][8];
+  bool table;  // TileParams::act_table
   __device__ void load(const TileSrc& s) { load_raw<C>(raw, s); }
   __device__ const uint32_t (&tile(int n))[C::kR][8] {
-    transform<C>(raw, y, n);
+    transform<C>(raw, y, n, table);
     return y;
   }
 };
@@ -941,6 +1009,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int lane_row = (wr * C::kRL + rl) * C::kR;
   const int64_t step = int64_t(gridDim.y) * C::kTileRows;
 
+  if constexpr (ActTable<C>::kOn) {
+    if (p.act_table) ActTable<C>::fill();  // reads no global memory: ahead of the wait
+  }
   pdl_begin();  // launched with programmatic dependent launch (cuda/pdl.cuh)
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
@@ -958,6 +1029,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   }();
   FusedStats<C> stats;
   L a{};
+  if constexpr (C::kTransform) a.table = p.act_table;
   if constexpr (C::kGeo.async_load) a.load(at.src(0), p.x);
   else a.load(at.src(0));
   num::ScaleRule rule = prepare_rule(p, C::kElem);
@@ -979,6 +1051,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     }
   } else if constexpr (C::kPrefetch) {
     L b{};
+    if constexpr (C::kTransform) b.table = p.act_table;
     for (;;) {
       // tile starts are warp-uniform, so the loop exits are too
       if (at.next_exists()) b.load(at.src(1));

@@ -24,8 +24,10 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  return pdl_launch_smem(fast_quantize_kernel<C>, fast_grid(C::kKey, rows, cols, sms, blocks_per_sm),
-                         dim3(C::kThreads), kSmem, stream, p);
+  const dim3 grid = fast_grid(C::kKey, rows, cols, sms, blocks_per_sm);
+  TileParams params = p;
+  params.act_table = act_table_pays(C::kKey, rows, cols, grid);
+  return pdl_launch_smem(fast_quantize_kernel<C>, grid, dim3(C::kThreads), kSmem, stream, params);
 }
 
 using E = num::ElemFormat;

@@ -35,6 +35,12 @@ constexpr int fuse_bits(int activation, bool dact, bool dbias) {
 // Whether a fused kernel transforms its input (an activation or dact): then the tile holds y as
 // fp32. dbias alone quantizes the input words as loaded, like a plain kernel.
 constexpr bool transforms(const FastKey& k) { return (k.fuse & (kFuseActMask | kFuseDact)) != 0; }
+// The function a fused kernel evaluates per element of its activated input: the activation, a
+// gated one's gate, or (dact) the derivative.
+constexpr num::Activation fused_function(const FastKey& k) {
+  const auto a = num::Activation(k.fuse & kFuseActMask);
+  return num::is_gated(a) ? num::gate_of(a) : a;
+}
 // Whether a kernel of this shape evaluates the elementwise activation (a gated one's gate)
 // inline: relu and srelu always, the sigmoid ones (~20 instructions per element) in the rows
 // shape, whose 2-4 rows per thread leave the registers for it (the 8-row shapes spilled). The
@@ -44,9 +50,14 @@ constexpr bool activation_inline(num::Activation a, FastShape shape) {
   return a == num::Activation::none || a == num::Activation::relu || a == num::Activation::srelu ||
          (shape == FastShape::rows && (a == num::Activation::silu || a == num::Activation::qgelu));
 }
-constexpr bool fused_activation_inline(const FastKey& k) {
-  const auto a = num::Activation(k.fuse & kFuseActMask);
-  return activation_inline(num::is_gated(a) ? num::gate_of(a) : a, k.shape);
+constexpr bool fused_activation_inline(const FastKey& k) { return activation_inline(fused_function(k), k.shape); }
+// Whether a fused kernel may look that function up in a bf16 table (num::Bf16Table) instead of
+// evaluating it: bf16 input and a function that costs more than the lookup's ~8 instructions
+// (not relu or srelu, or their derivatives). The launcher decides per call (act_table_pays).
+constexpr bool act_table_capable(const FastKey& k) {
+  const num::Activation f = fused_function(k);
+  return k.dtype == 2 && transforms(k) && f != num::Activation::none && f != num::Activation::relu &&
+         f != num::Activation::srelu;
 }
 // The dtype the tile quantizes.
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }

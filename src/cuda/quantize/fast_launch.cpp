@@ -2,6 +2,7 @@
 #include "cuda/quantize/fast_launch.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace mxq::cuda {
 
@@ -13,19 +14,41 @@ namespace mxq::cuda {
 //  - fused rows kernels: one wave (each CTA publishes its dbias and amax with atomics once; one
 //    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15);
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
-//    row+col dgelu + dbias 0.26 -> 0.30-0.31 of copy against one wave).
+//    row+col dgelu + dbias 0.26 -> 0.30-0.31 of copy against one wave), except where the CTAs of
+//    one wave each have enough elements to fill the bf16 table (fast.cuh ActTable) and use it
+//    (session 17: mxfp8 row+col dgelu + dbias 0.40 -> 0.55-0.57).
+// Elements per CTA from which filling the bf16 table (8192 evaluations) pays: twice its size.
+constexpr int64_t kActTableMinPerCta = 2 * int64_t(num::Bf16Table::kSize);
+
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
-  const int waves =
-      key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
+  int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
+  if (waves == 0 && act_table_capable(key) && rows * cols >= kActTableMinPerCta * sms * std::max(1, blocks_per_sm))
+    waves = 1;  // a fused 8-row shape whose CTAs over one wave fill a bf16 table (act_table_pays)
   if (waves == 0) return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
   const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm) * waves;
   const int64_t per_wave = std::max<int64_t>(1, slots / gx);     // CTAs down the rows
   const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);   // row tiles of the busiest CTA
   const int64_t gy = num::ceil_div(tiles_y, tiles_each);         // fewest CTAs with that many
   return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(gy, 1, 65535)));
+}
+
+namespace {
+std::atomic<int> g_act_table_policy{-1};
+std::atomic<bool> g_last_act_table{false};
+}  // namespace
+
+void set_act_table_policy(int policy) { g_act_table_policy.store(policy, std::memory_order_relaxed); }
+bool last_act_table() { return g_last_act_table.load(std::memory_order_relaxed); }
+
+bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid) {
+  const int forced = g_act_table_policy.load(std::memory_order_relaxed);
+  const bool on = act_table_capable(key) &&
+                  (forced >= 0 ? forced != 0 : rows * cols >= kActTableMinPerCta * grid.x * grid.y);
+  g_last_act_table.store(on, std::memory_order_relaxed);
+  return on;
 }
 
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,

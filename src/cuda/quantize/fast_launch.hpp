@@ -20,6 +20,16 @@ namespace mxq::cuda {
 // evenly as the waves allow.
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
 
+// Whether the fused kernel `key` launched on `grid` over a rows x cols input looks its function
+// up in a bf16 table (fast.cuh ActTable): where the key allows it (act_table_capable) and each
+// CTA has at least twice the table's 8192 entries of elements to quantize, so that filling it
+// (evaluating the function 8192 times) costs less than it saves.
+bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid);
+// Tests: -1 (the default) decides as above; 0 never and 1 always uses the table where the key
+// allows it. last_act_table(): the decision of the process's last launch of a specialised kernel.
+void set_act_table_policy(int policy);
+bool last_act_table();
+
 // Launches the ahead-of-time specialisation `key` over a rows x cols input; the launch status,
 // or nothing when `key` was not built ahead of time.
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,

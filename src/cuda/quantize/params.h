@@ -37,6 +37,7 @@ struct TileParams {
   float* dbias;        // column sums of y, accumulated with atomics into zeros
   const float* noop;   // non-zero: the kernel writes nothing
   unsigned* amax_out;  // block recipes given an amax buffer: max |y| bits, by atomicMax into 0
+  bool act_table;      // look the fused function up in a bf16 table (fast.cuh ActTable; act_table_pays)
 };
 
 struct DequantParams {

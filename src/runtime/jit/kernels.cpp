@@ -200,6 +200,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   cuda::TileParams params = p;
+  params.act_table = cuda::act_table_pays(key, rows, cols, grid);
   void* args[] = {&params};
   if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
     check_cu(r, "jit: launching " + key_text(key));
