@@ -92,5 +92,55 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
   }
 }
 
+// The bf16 activation table (fast.cuh ActTable): which keys may use it, and the fused 8-row
+// shapes' grid, one wave exactly where the launcher then turns the table on, else a CTA per tile.
+TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
+  using A = num::Activation;
+  const auto key = [](FastShape shape, int dtype, A a, bool dact) {
+    return FastKey{dtype, num::Scheme::mx, num::ElemFormat::e4m3fn, shape, 32, shape == FastShape::rows ? 1 : 32,
+                   num::ScaleLayout::row_major, num::ScaleLayout::row_major, fuse_bits(int(a), dact, true)};
+  };
+  const FastKey dgelu = key(FastShape::colblocks, 2, A::gelu, true);
+  ASSERT_TRUE(fast_key_valid(dgelu));
+  EXPECT_TRUE(act_table_capable(dgelu));
+  EXPECT_TRUE(act_table_capable(key(FastShape::colblocks, 2, A::swiglu, false)));
+  EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::geglu, false)));
+  EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::gelu_tanh, true)));
+  EXPECT_FALSE(act_table_capable(key(FastShape::rows, 2, A::swiglu, false)));  // the rows shape inlines silu
+  EXPECT_FALSE(act_table_capable(key(FastShape::rows, 2, A::silu, true)));
+  EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 2, A::relu, true)));
+  EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 2, A::reglu, false)));
+  EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 1, A::gelu, false)));  // fp16 input
+  EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 2, A::none, false)));  // dbias alone
+
+  const FastGeometry g = fast_geometry(dgelu);
+  const int bps = 2;
+  // 8192 x 7168: one wave, every CTA with at least twice the table's entries, and the table on
+  const dim3 big = fast_grid(dgelu, 8192, 7168, kSms, bps);
+  EXPECT_LE(int64_t(big.x) * big.y, kSms * bps);
+  EXPECT_GE(int64_t(big.y) * tiles_of_busiest_cta(big, 8192 / g.tile_rows), 8192 / g.tile_rows);
+  EXPECT_TRUE(act_table_pays(dgelu, 8192, 7168, big));
+  EXPECT_LT(big.y, 8192u / unsigned(g.tile_rows));  // not a CTA per tile
+  // 256 x 7168: two row tiles, a CTA each, which still fills the table (a full tile of
+  // 128 x 128 is twice its entries)
+  const dim3 small = fast_grid(dgelu, 256, 7168, kSms, bps);
+  EXPECT_EQ(int64_t(small.y), 256 / g.tile_rows);
+  EXPECT_TRUE(act_table_pays(dgelu, 256, 7168, small));
+  // 8192 x 64: half-width tiles, too few elements per CTA for the table
+  const dim3 narrow = fast_grid(dgelu, 8192, 64, kSms, bps);
+  EXPECT_EQ(int64_t(narrow.x) * narrow.y, 8192 / g.tile_rows);
+  EXPECT_FALSE(act_table_pays(dgelu, 8192, 64, narrow));
+  // the same shape without a table-capable function: a CTA per tile
+  const FastKey relu = key(FastShape::colblocks, 2, A::relu, true);
+  EXPECT_EQ(int64_t(fast_grid(relu, 8192, 7168, kSms, bps).y), 8192 / g.tile_rows);
+  // the test switch decides for a capable key only
+  set_act_table_policy(1);
+  EXPECT_TRUE(act_table_pays(dgelu, 8192, 64, narrow));
+  EXPECT_FALSE(act_table_pays(relu, 256, 7168, small));
+  set_act_table_policy(0);
+  EXPECT_FALSE(act_table_pays(dgelu, 8192, 7168, big));
+  set_act_table_policy(-1);
+}
+
 }  // namespace
 }  // namespace mxq::cuda

@@ -105,12 +105,12 @@ TEST(GpuNumerics, ActivationsEqualTheHostBitForBit) {
   }
 }
 
-// The fused kernels' bf16 lookup table (fast.cuh ActTable, as a kernel with fused epilogue
-// kFuse uses it): each of 32 CTAs fills its table and looks up 2048 bf16 values, 8 per thread as
+// The fused kernels' bf16 lookup table (fast.cuh ActTable, as a row+col kernel with fused
+// epilogue kFuse uses it): each of 32 CTAs fills its table and looks up 2048 bf16 values, 8 per thread as
 // the kernels do (in the table or evaluated), so every bf16 value is looked up once.
 template <int kFuse>
 struct TableConfig {
-  static constexpr cuda::FastKey kKey{2, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::rows, 32, 1,
+  static constexpr cuda::FastKey kKey{2, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::colblocks, 32, 32,
                                       num::ScaleLayout::row_major, num::ScaleLayout::row_major, kFuse};
   static constexpr bool kDact = (kFuse & cuda::kFuseDact) != 0;
   static constexpr int kThreads = 256;

@@ -15,9 +15,11 @@ constexpr int kWgmmaBN = 128, kWgmmaBK = 128;
 constexpr int kWgmmaConsumers = 2;
 constexpr int kWgmmaThreads = 128 * (1 + kWgmmaConsumers);
 // The epilogue stages each consumer's 64 x 128 results 128 bytes of a row at a time (64 columns
-// of bf16 D, 32 of fp32), rows padded by 16 bytes so that a warp's 4-byte bf16 fragment writes hit
-// 32 different banks (fp32's 8-byte writes are 2-way conflicted). (Narrower than a row: measured
-// faster, session 14.)
+// of bf16 D, 32 of fp32). For the threads' own stores the rows are padded by 16 bytes so that a
+// warp's 4-byte bf16 fragment writes hit 32 different banks (fp32's 8-byte writes are 2-way
+// conflicted); for the TMA store they are 128 bytes in TMA's 128-byte swizzle, within the same
+// block (64 x 144 bytes = 9 x 1024, so each block stays 1024-byte aligned as the swizzle needs).
+// (Narrower than a row: measured faster, session 14.)
 constexpr uint32_t kWgmmaOutData = 128, kWgmmaOutRow = kWgmmaOutData + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
 template <int BM>
 struct WgmmaTile {

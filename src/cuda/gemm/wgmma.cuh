@@ -18,9 +18,9 @@ constexpr int kBN = kWgmmaBN, kBK = kWgmmaBK, kConsumers = kWgmmaConsumers, kThr
 constexpr uint32_t kOutData = kWgmmaOutData, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
 constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
-// blocks (16-byte rows), A's scales (TMA: 16-byte aligned), the mbarriers (8), B's scales
-// (WgmmaTile asserts its tiles' alignment).
-static_assert(kOutBytes % 16 == 0, "shared-memory carve-up alignment");
+// blocks (1024-byte aligned for the TMA store's swizzle), A's scales (TMA: 16-byte aligned), the
+// mbarriers (8), B's scales (WgmmaTile asserts its tiles' alignment).
+static_assert(kOutBytes % 1024 == 0, "shared-memory carve-up alignment: the epilogue blocks' TMA swizzle");
 
 using num::ceil_div;
 
@@ -52,8 +52,9 @@ __device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t ro
 // 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, 128 bytes of each row a pass.
 // With p.d_tma one thread then stores the 64 x 128-byte box through D's tensor map (rows in
 // TMA's 128-byte swizzle: 16-byte chunk j of row r at chunk j ^ (r % 8); TMA clips the matrix's
-// edges), and the next pass waits only until that store has read the block. Otherwise the
-// warpgroup writes whole rows with 16-byte stores (element stores at the edges or unaligned D).
+// edges), and the next pass waits only until that store has read the block. Otherwise (D or its
+// rows not 16-byte aligned: element stores; or a D that the tensor map could not describe:
+// 16-byte stores, element stores at the edges) the warpgroup writes whole rows itself.
 template <typename T>
 __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap* map_d, const float (&acc)[64],
                                          uint8_t* out, int c, int tid, int64_t row0, int64_t col0) {

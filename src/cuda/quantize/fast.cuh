@@ -985,7 +985,7 @@ template <class C>
 struct FusedLoad {
   RawTile<C> raw;
   uint32_t y[C::kR][8];
-  bool table;  // TileParams::act_table
+  bool table = false;  // TileParams::act_table
   __device__ void load(const TileSrc& s) { load_raw<C>(raw, s); }
   __device__ const uint32_t (&tile(int n))[C::kR][8] {
     transform<C>(raw, y, n, table);

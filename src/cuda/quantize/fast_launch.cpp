@@ -16,23 +16,36 @@ namespace mxq::cuda {
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
 //    row+col dgelu + dbias 0.26 -> 0.30-0.31 of copy against one wave), except where the CTAs of
 //    one wave each have enough elements to fill the bf16 table (fast.cuh ActTable) and use it
-//    (session 17: mxfp8 row+col dgelu + dbias 0.40 -> 0.55-0.57).
+//    (session 17: mxfp8 row+col dgelu + dbias 0.40-0.41 -> 0.56-0.58).
+namespace {
+
 // Elements per CTA from which filling the bf16 table (8192 evaluations) pays: twice its size.
-constexpr int64_t kActTableMinPerCta = 2 * int64_t(num::Bf16Table::kSize);
+bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
+  return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
+}
+
+// gx CTAs across and as few down as leave no CTA more row tiles than `slots` CTAs would.
+dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
+  const int64_t per_wave = std::max<int64_t>(1, slots / gx);    // CTAs down the rows
+  const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);  // row tiles of the busiest CTA
+  const int64_t gy = num::ceil_div(tiles_y, tiles_each);        // fewest CTAs with that many
+  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(gy, 1, 65535)));
+}
+
+}  // namespace
 
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
-  int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
-  if (waves == 0 && act_table_capable(key) && rows * cols >= kActTableMinPerCta * sms * std::max(1, blocks_per_sm))
-    waves = 1;  // a fused 8-row shape whose CTAs over one wave fill a bf16 table (act_table_pays)
-  if (waves == 0) return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
-  const int64_t slots = int64_t(sms) * std::max(1, blocks_per_sm) * waves;
-  const int64_t per_wave = std::max<int64_t>(1, slots / gx);     // CTAs down the rows
-  const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);   // row tiles of the busiest CTA
-  const int64_t gy = num::ceil_div(tiles_y, tiles_each);         // fewest CTAs with that many
-  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(gy, 1, 65535)));
+  const int64_t wave = int64_t(sms) * std::max(1, blocks_per_sm);
+  const int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
+  if (waves > 0) return spread(gx, tiles_y, wave * waves);
+  if (act_table_capable(key)) {  // a fused 8-row shape: one wave where its CTAs then fill the bf16 table
+    const dim3 one = spread(gx, tiles_y, wave);
+    if (act_table_fill_pays(rows, cols, one)) return one;
+  }
+  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
 }
 
 namespace {
@@ -45,8 +58,7 @@ bool last_act_table() { return g_last_act_table.load(std::memory_order_relaxed);
 
 bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid) {
   const int forced = g_act_table_policy.load(std::memory_order_relaxed);
-  const bool on = act_table_capable(key) &&
-                  (forced >= 0 ? forced != 0 : rows * cols >= kActTableMinPerCta * grid.x * grid.y);
+  const bool on = act_table_capable(key) && (forced >= 0 ? forced != 0 : act_table_fill_pays(rows, cols, grid));
   g_last_act_table.store(on, std::memory_order_relaxed);
   return on;
 }
