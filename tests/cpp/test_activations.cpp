@@ -108,23 +108,26 @@ TEST(Activations, ForwardAndDerivativeMatchTheirFormulas) {
   EXPECT_EQ(act_f(Activation::relu, 2.5f), 2.5f);
 }
 
-}  // namespace
-// The bf16 table of the fused GPU kernels: every bf16 value with |x| in [2^-24, 2^8) has an entry
-// whose value is that bf16 value, each entry belongs to exactly one such value, and every other
-// bf16 value (zeros, tinier, larger, Inf, NaN) has none.
+
+// The bf16 table of the fused GPU kernels, as the kernels index it (offset, entry): every bf16
+// value with |x| in [2^-24, 2^8) is inside and has an entry whose value is that bf16 value, each
+// entry belongs to exactly one such value, every other bf16 value (zeros, tinier, larger, Inf,
+// NaN) is outside, and the bits above the low 16 change nothing.
 TEST(Activations, Bf16TableIndexesEachValueInRangeOnce) {
   std::vector<int> owner(Bf16Table::kSize, -1);
   int inside = 0;
   for (uint32_t b = 0; b < 65536; ++b) {
     const float x = bits_float(b << 16);
-    const uint32_t i = Bf16Table::index(b);
     const bool in_range = std::fabs(x) >= 0x1p-24f && std::fabs(x) < 256.0f;  // false for NaN
-    ASSERT_EQ(i < Bf16Table::kSize, in_range) << "bf16 bits " << b;
-    ASSERT_EQ(Bf16Table::index(b | 0xabcd0000u), i) << "bits above 16 are ignored, bf16 bits " << b;
-    if (!in_range) {
-      ASSERT_EQ(i, Bf16Table::kSize);
-      continue;
+    const bool in_table = Bf16Table::offset(b) < Bf16Table::kHalf;
+    ASSERT_EQ(in_table, in_range) << "bf16 bits " << b;
+    const uint32_t i = Bf16Table::entry(b);
+    ASSERT_LT(i, Bf16Table::kSize) << "bf16 bits " << b;
+    for (uint32_t high : {0x00010000u, 0xabcd0000u, 0xffff0000u}) {
+      ASSERT_EQ(Bf16Table::offset(b | high) < Bf16Table::kHalf, in_table) << "bf16 bits " << b << " | " << high;
+      ASSERT_EQ(Bf16Table::entry(b | high), i) << "bf16 bits " << b << " | " << high;
     }
+    if (!in_range) continue;
     ++inside;
     ASSERT_EQ(owner[i], -1) << "entry " << i << " of bf16 bits " << owner[i] << " and " << b;
     owner[i] = int(b);
@@ -133,4 +136,5 @@ TEST(Activations, Bf16TableIndexesEachValueInRangeOnce) {
   EXPECT_EQ(inside, int(Bf16Table::kSize));
 }
 
+}  // namespace
 }  // namespace mxq::num

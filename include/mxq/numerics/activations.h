@@ -163,10 +163,8 @@ struct Bf16Table {
   // table's binades, < kHalf exactly inside the table (below 2^-24 it wraps to a large value) ...
   static MXQ_HD uint32_t offset(uint32_t b) { return (b & 0x7fffu) - kFirst; }
   // ... and, inside, its entry: |x| in binade k (0..31) with mantissa m at k * 128 + m, negatives
-  // kHalf on. Outside, an entry of some other value.
+  // kHalf on. Outside, an entry of some other value (always < kSize: a lookup never strays).
   static MXQ_HD uint32_t entry(uint32_t b) { return (offset(b) | ((b >> 3) & kHalf)) & (kSize - 1); }
-  // The entry of b, or kSize outside the table.
-  static MXQ_HD uint32_t index(uint32_t b) { return offset(b) < kHalf ? entry(b) : kSize; }
   // The value of entry i < kSize.
   static MXQ_HD float value(uint32_t i) { return bits_float((((i / kHalf) << 15) | (kFirst + i % kHalf)) << 16); }
 };

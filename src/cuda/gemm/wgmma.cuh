@@ -48,6 +48,36 @@ __device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t ro
   return out;
 }
 
+// Pass `pass` of a consumer's fragment (its columns pass * kCols ..): alpha * sum, plus C and
+// bias through finish() (element-wise, with the bounds checks their loads need) where the call
+// has them, into the staging block: kTma, rows of 128 bytes in TMA's 128-byte swizzle (16-byte
+// chunk j of row r at chunk j ^ (r % 8)); else rows padded to kOutRow bytes.
+template <typename T, bool kTma>
+__device__ __forceinline__ void stage_pass(const GemmParams& p, const float (&acc)[64], uint8_t* out, int pass, int fr,
+                                           int fc, bool plain, int64_t row0, int64_t col0) {
+  constexpr int kCols = kOutData / sizeof(T);
+#pragma unroll
+  for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = fr + 8 * h, cl = 8 * j + fc;
+      float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      v0 = plain ? gemm_scaled(p, v0) : finish(p, v0, row0 + r, col0 + cl);
+      v1 = plain ? gemm_scaled(p, v1) : finish(p, v1, row0 + r, col0 + cl + 1);
+      uint8_t* at;
+      if constexpr (kTma) {
+        const int byte = (cl - pass * kCols) * int(sizeof(T));
+        at = out + r * int(kOutData) + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+      } else {
+        at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
+      }
+      if constexpr (sizeof(T) == 2)
+        *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
+      else
+        *reinterpret_cast<float2*>(at) = float2{v0, v1};
+    }
+}
+
 // D for one consumer's 64 x 128 results: the thread's fragment (rows r and r + 8 of the warp's
 // 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, 128 bytes of each row a pass.
 // With p.d_tma one thread then stores the 64 x 128-byte box through D's tensor map (rows in
@@ -66,21 +96,7 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
     for (int pass = 0; pass < kPasses; ++pass) {
       if (tid == 0) bulk_wait_read<0>();  // the previous store has read the block
       sync_consumer(c);
-#pragma unroll
-      for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = fr + 8 * h, cl = 8 * j + fc;
-          float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-          v0 = plain ? gemm_scaled(p, v0) : finish(p, v0, row0 + r, col0 + cl);
-          v1 = plain ? gemm_scaled(p, v1) : finish(p, v1, row0 + r, col0 + cl + 1);
-          const int byte = (cl - pass * kCols) * int(sizeof(T));
-          uint8_t* at = out + r * int(kOutData) + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-          if constexpr (sizeof(T) == 2)
-            *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
-          else
-            *reinterpret_cast<float2*>(at) = float2{v0, v1};
-        }
+      stage_pass<T, true>(p, acc, out, pass, fr, fc, plain, row0, col0);
       fence_async_shared();
       sync_consumer(c);
       if (tid == 0) {
@@ -94,22 +110,7 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
     sync_consumer(c);  // the previous pass (or tile) has been read out
-    // The fragment: alpha * sum, plus C and bias through finish() (element-wise, with the bounds
-    // checks their loads need) where the call has them.
-#pragma unroll
-    for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = fr + 8 * h, cl = 8 * j + fc;
-        float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-        v0 = plain ? gemm_scaled(p, v0) : finish(p, v0, row0 + r, col0 + cl);
-        v1 = plain ? gemm_scaled(p, v1) : finish(p, v1, row0 + r, col0 + cl + 1);
-        uint8_t* at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
-        if constexpr (sizeof(T) == 2)
-          *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
-        else
-          *reinterpret_cast<float2*>(at) = float2{v0, v1};
-      }
+    stage_pass<T, false>(p, acc, out, pass, fr, fc, plain, row0, col0);
     sync_consumer(c);
     constexpr int kPieces = kOutData / 16, kChunks = 64 * kPieces;  // 16-byte pieces of the 64-row block
 #pragma unroll
