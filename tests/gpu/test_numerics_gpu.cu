@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/gemm/sm90.cuh"
 #include "cuda/quantize/fast.cuh"
 #include "gpu_test.hpp"
 #include "mxq/numerics/activations.h"
@@ -57,22 +58,60 @@ __global__ void compare_reciprocals(unsigned long long* mismatches, uint32_t* fi
   }
 }
 
-TEST(GpuNumerics, ReciprocalWithoutRangeCheckIsCorrectlyRounded) {
-  REQUIRE_GPU();
+// A comparison kernel's result: how many inputs differed, and the lowest one that did (0xffffffff: none).
+struct Mismatches {
+  unsigned long long count = ~0ull;
+  uint32_t first = 0;
+};
+template <class Launch>  // launch(count, first) enqueues the kernel on the default stream
+Mismatches count_mismatches(Launch launch) {
+  Mismatches m;
   unsigned long long* count = nullptr;
   uint32_t* first = nullptr;
-  ASSERT_EQ(cudaMalloc(&count, 8), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&first, 4), cudaSuccess);
-  ASSERT_EQ(cudaMemset(count, 0, 8), cudaSuccess);
-  ASSERT_EQ(cudaMemset(first, 0xff, 4), cudaSuccess);
-  compare_reciprocals<<<1024, 256>>>(count, first);
-  unsigned long long n = 0;
-  uint32_t b = 0;
-  ASSERT_EQ(cudaMemcpy(&n, count, 8, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(&b, first, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  if (cudaMalloc(&count, 8) != cudaSuccess || cudaMalloc(&first, 4) != cudaSuccess) return m;
+  if (cudaMemset(count, 0, 8) == cudaSuccess && cudaMemset(first, 0xff, 4) == cudaSuccess) {
+    launch(count, first);
+    if (cudaGetLastError() != cudaSuccess || cudaMemcpy(&m.count, count, 8, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(&m.first, first, 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+      m.count = ~0ull;
+  }
   cudaFree(count);
   cudaFree(first);
-  EXPECT_EQ(n, 0ull) << "first d differing: bits 0x" << std::hex << b;
+  return m;
+}
+
+TEST(GpuNumerics, ReciprocalWithoutRangeCheckIsCorrectlyRounded) {
+  REQUIRE_GPU();
+  const Mismatches m =
+      count_mismatches([](auto* count, auto* first) { compare_reciprocals<<<1024, 256>>>(count, first); });
+  EXPECT_EQ(m.count, 0ull) << "first d differing: bits 0x" << std::hex << m.first;
+}
+
+// The GEMM epilogue's bf16 pairs (sm90::bf16x2_cvt, one cvt, and bf16x2_rn, NaNs as the formula
+// gives them) against num::float_to_bf16 on every fp32 bit pattern in each half, the other half
+// a scrambled pattern: mismatches counted, the first kept.
+__global__ void compare_bf16_pairs(unsigned long long* mismatches, uint32_t* first) {
+  const uint64_t step = gridDim.x * uint64_t(blockDim.x);
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < (1ull << 32); i += step) {
+    const uint32_t b = uint32_t(i), other = b * 0x9e3779b1u + 0x7f7fu;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float lo = __uint_as_float(half ? other : b), hi = __uint_as_float(half ? b : other);
+      const uint32_t want = uint32_t(num::float_to_bf16(lo)) | (uint32_t(num::float_to_bf16(hi)) << 16);
+      const bool nan = lo != lo || hi != hi;
+      if (cuda::sm90::bf16x2_rn(lo, hi) != want || (!nan && cuda::sm90::bf16x2_cvt(lo, hi) != want)) {
+        atomicAdd(mismatches, 1ull);
+        atomicMin(first, b);
+      }
+    }
+  }
+}
+
+TEST(GpuNumerics, Bf16PairEqualsTheFormulaOnEveryFloat) {
+  REQUIRE_GPU();
+  const Mismatches m =
+      count_mismatches([](auto* count, auto* first) { compare_bf16_pairs<<<4096, 256>>>(count, first); });
+  EXPECT_EQ(m.count, 0ull) << "first pattern differing: bits 0x" << std::hex << m.first;
 }
 
 TEST(GpuNumerics, ActivationsEqualTheHostBitForBit) {

@@ -30,13 +30,17 @@ struct WgmmaTile {
   // bench/RESULTS.md; the cause of the even counts' loss is not known). 256 rows: four (49 KB
   // each, the most that fit); 3 ran 7% slower at 4096x7168x7168 (session 16).
   static constexpr int kStages = BM == 128 ? 5 : 4;
+  // Epilogue blocks per consumer: with two, a TMA store of D drains from one while the consumer
+  // stages the next into the other (128 rows: a bf16 tile's two passes never wait); 256 rows have
+  // room for one only.
+  static constexpr int kOutBuffers = BM == 128 ? 2 : 1;
   // Per stage: the A and B tiles and A's BM scales (what TMA writes), and B's one scale.
   static constexpr uint32_t kTileA = BM * kWgmmaBK, kTileB = kWgmmaBN * kWgmmaBK, kTileScaleA = BM * 4;
   static constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA;
   // the shared-memory carve-up (wgmma.cuh): swizzled tiles on 1024 bytes, TMA'd scales on 16
   static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kTileScaleA % 16 == 0, "carve-up alignment");
   static constexpr int64_t kSmemBytes =
-      int64_t(kStages) * (kStageBytes + 4) + kWgmmaConsumers * kWgmmaOutBytes + 2 * kStages * 8 + 1024;
+      int64_t(kStages) * (kStageBytes + 4) + kWgmmaConsumers * kOutBuffers * kWgmmaOutBytes + 2 * kStages * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
 };
 constexpr int wgmma_stages(int bm) { return bm == 256 ? WgmmaTile<256>::kStages : WgmmaTile<128>::kStages; }
@@ -58,14 +62,17 @@ constexpr int wgmma_block_m(int64_t m, int64_t n, int sms) {
   const int64_t w256 = num::ceil_div(wgmma_tiles(m, n, 256), sms) * 2 * 9;
   return w256 < w128 ? 256 : 128;
 }
-// The persistent order of the wgmma kernel's tiles: bands of kWgmmaBandN N blocks, M fastest
-// inside a band, so that the CTAs running at once share A rows and B columns in L2. Tile t ->
-// (M block mb, N block nb); every tile once for t in [0, m_blocks * n_blocks).
+// The persistent order of the wgmma kernel's tiles: bands of kWgmmaBandN N blocks, the N blocks
+// of a band fastest, then M, so that the CTAs running at once share A rows and B columns in L2.
+// Tile t -> (M block mb, N block nb); every tile once for t in [0, m_blocks * n_blocks). The
+// kernel walks in 32-bit unsigned arithmetic (fewer instructions per division than 64-bit):
+// gemm_wgmma_takes keeps the tile count below 2^31.
 constexpr int64_t kWgmmaBandN = 8;
-MXQ_HD void wgmma_tile_at(int64_t t, int64_t m_blocks, int64_t n_blocks, int64_t& mb, int64_t& nb) {
-  const int64_t per_band = m_blocks * kWgmmaBandN, band = t / per_band, first = band * kWgmmaBandN;
-  const int64_t width = n_blocks - first < kWgmmaBandN ? n_blocks - first : kWgmmaBandN;
-  const int64_t local = t - band * per_band;
+template <class I>
+MXQ_HD void wgmma_tile_at(I t, I m_blocks, I n_blocks, I& mb, I& nb) {
+  const I per_band = m_blocks * I(kWgmmaBandN), band = t / per_band, first = band * I(kWgmmaBandN);
+  const I width = n_blocks - first < I(kWgmmaBandN) ? n_blocks - first : I(kWgmmaBandN);
+  const I local = t - band * per_band;
   mb = local / width;
   nb = first + local % width;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "mxq/numerics/config.h"
+#include "mxq/numerics/formats.h"  // float_to_bf16
 
 #if defined(__CUDACC_RTC__)
 // NVRTC has no cuda.h: the tensor map is 128 opaque bytes, 64-byte aligned, under the driver
@@ -21,6 +22,19 @@ namespace mxq::cuda::sm90 {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The bf16 pair {lo, hi} (lo in the low half) of two floats, rounded to nearest even by one cvt
+// (F2FP): num::float_to_bf16 of each, except that a NaN becomes cvt's canonical NaN.
+__device__ __forceinline__ uint32_t bf16x2_cvt(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));  // the first source goes high
+  return r;
+}
+// num::float_to_bf16 of both, NaNs included (GpuNumerics.Bf16PairEqualsTheFormulaOnEveryFloat).
+__device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi) {
+  if (lo != lo || hi != hi) return uint32_t(num::float_to_bf16(lo)) | (uint32_t(num::float_to_bf16(hi)) << 16);
+  return bf16x2_cvt(lo, hi);
 }
 
 // ---- mbarrier ------------------------------------------------------------------------------

@@ -75,8 +75,9 @@ bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[4
 
 // The operands this kernel takes (the caller also checks the device is sm_90).
 bool gemm_wgmma_takes(const GemmParams& p) {
-  // TMA coordinates are 32-bit: M, N and K below 2^31
+  // TMA coordinates are 32-bit: M, N and K below 2^31; the kernel counts tiles in 32 bits
   return p.m >= 1 && p.n >= 1 && p.k >= 16 && p.k % 16 == 0 && p.m < INT32_MAX && p.n < INT32_MAX && p.k < INT32_MAX &&
+         wgmma_tiles(p.m, p.n, 128) < INT32_MAX &&
          p.a.block_rows == 1 && p.a.fp32_scales &&
          p.a.geom.layout == num::ScaleLayout::mn_major_tma && p.b.block_rows == 128 && p.b.fp32_scales &&
          aligned16(p.a.codes) && aligned16(p.b.codes) && aligned16(p.a.scales) && encode_fn() != nullptr;

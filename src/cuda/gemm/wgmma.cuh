@@ -48,69 +48,111 @@ __device__ __forceinline__ float finish(const GemmParams& p, float v, int64_t ro
   return out;
 }
 
-// Pass `pass` of a consumer's fragment (its columns pass * kCols ..): alpha * sum, plus C and
-// bias through finish() (element-wise, with the bounds checks their loads need) where the call
-// has them, into the staging block: kTma, rows of 128 bytes in TMA's 128-byte swizzle (16-byte
-// chunk j of row r at chunk j ^ (r % 8)); else rows padded to kOutRow bytes.
-template <typename T, bool kTma>
-__device__ __forceinline__ void stage_pass(const GemmParams& p, const float (&acc)[64], uint8_t* out, int pass, int fr,
-                                           int fc, bool plain, int64_t row0, int64_t col0) {
-  constexpr int kCols = kOutData / sizeof(T);
+// Pass kPass of a consumer's fragment (its columns kPass * kCols ..): alpha * sum (kPlain: the
+// call has no C and no bias), else finish() (C and bias element-wise, with the bounds checks
+// their loads need), into the staging block: kTma, rows of 128 bytes in TMA's 128-byte swizzle
+// (16-byte chunk j of row r at chunk j ^ (r % 8)); else rows padded to kOutRow bytes. bf16 pairs
+// come from one cvt each; a pass holding a NaN converts again by num::float_to_bf16, whose NaNs
+// (sign and payload kept) differ from cvt's canonical one.
+template <typename T, bool kTma, bool kPlain, int kPass>
+__device__ __forceinline__ void stage_pass(const GemmParams& p, const float (&acc)[64], uint8_t* out, int fr, int fc,
+                                           int64_t row0, int64_t col0) {
+  constexpr int kCols = kOutData / sizeof(T), kPairs = kCols / 4;  // a thread's value pairs in the pass
+  float v[kPairs][2];
+  uint32_t bf[kPairs];
+  bool nan = false;
 #pragma unroll
-  for (int j = pass * kCols / 8; j < (pass + 1) * kCols / 8; ++j)
+  for (int i = 0; i < kPairs; ++i) {
+    const int j = kPass * kCols / 8 + i / 2, h = i % 2, r = fr + 8 * h, cl = 8 * j + fc;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = fr + 8 * h, cl = 8 * j + fc;
-      float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-      v0 = plain ? gemm_scaled(p, v0) : finish(p, v0, row0 + r, col0 + cl);
-      v1 = plain ? gemm_scaled(p, v1) : finish(p, v1, row0 + r, col0 + cl + 1);
-      uint8_t* at;
-      if constexpr (kTma) {
-        const int byte = (cl - pass * kCols) * int(sizeof(T));
-        at = out + r * int(kOutData) + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-      } else {
-        at = out + r * kOutRow + (cl - pass * kCols) * sizeof(T);
-      }
-      if constexpr (sizeof(T) == 2)
-        *reinterpret_cast<uint32_t*>(at) = uint32_t(num::float_to_bf16(v0)) | (uint32_t(num::float_to_bf16(v1)) << 16);
-      else
-        *reinterpret_cast<float2*>(at) = float2{v0, v1};
+    for (int e = 0; e < 2; ++e) {
+      const float a = acc[4 * j + 2 * h + e];
+      if constexpr (kPlain) v[i][e] = gemm_scaled(p, a);
+      else v[i][e] = finish(p, a, row0 + r, col0 + cl + e);
     }
+    if constexpr (sizeof(T) == 2) {
+      bf[i] = bf16x2_cvt(v[i][0], v[i][1]);
+      nan = nan || v[i][0] != v[i][0] || v[i][1] != v[i][1];
+    }
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (nan) {
+#pragma unroll
+      for (int i = 0; i < kPairs; ++i) bf[i] = bf16x2_rn(v[i][0], v[i][1]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPairs; ++i) {
+    const int j = kPass * kCols / 8 + i / 2, r = fr + 8 * (i % 2), cl = 8 * j + fc;
+    uint8_t* at;
+    if constexpr (kTma) {
+      const int byte = (cl - kPass * kCols) * int(sizeof(T));
+      at = out + r * int(kOutData) + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+    } else {
+      at = out + r * kOutRow + (cl - kPass * kCols) * sizeof(T);
+    }
+    if constexpr (sizeof(T) == 2) *reinterpret_cast<uint32_t*>(at) = bf[i];
+    else *reinterpret_cast<float2*>(at) = float2{v[i][0], v[i][1]};
+  }
+}
+template <typename T, bool kTma, int kPass>
+__device__ __forceinline__ void stage_pass(const GemmParams& p, const float (&acc)[64], uint8_t* out, int fr, int fc,
+                                           bool plain, int64_t row0, int64_t col0) {
+  if (plain) stage_pass<T, kTma, true, kPass>(p, acc, out, fr, fc, row0, col0);
+  else stage_pass<T, kTma, false, kPass>(p, acc, out, fr, fc, row0, col0);
+}
+
+// f(Const<0>()), .., f(Const<N - 1>()): a loop whose index is a constant in its body (the
+// epilogue's passes index the accumulators, which must stay in registers).
+template <int V>
+struct Const {
+  static constexpr int value = V;
+};
+template <int N, int I = 0, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (I < N) {
+    f(Const<I>());
+    static_for<N, I + 1>(f);
+  }
 }
 
 // D for one consumer's 64 x 128 results: the thread's fragment (rows r and r + 8 of the warp's
 // 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, 128 bytes of each row a pass.
 // With p.d_tma one thread then stores the 64 x 128-byte box through D's tensor map (rows in
 // TMA's 128-byte swizzle: 16-byte chunk j of row r at chunk j ^ (r % 8); TMA clips the matrix's
-// edges), and the next pass waits only until that store has read the block. Otherwise (D or its
-// rows not 16-byte aligned: element stores; or a D that the tensor map could not describe:
-// 16-byte stores, element stores at the edges) the warpgroup writes whole rows itself.
-template <typename T>
+// edges). The passes take the consumer's kBufs blocks in turn (`q` counts them across tiles), and
+// a pass waits only until the store that last used its block has read it: with two blocks a
+// store drains while the next pass is staged, and a tile's last stores drain under the next
+// tile's MMAs. Otherwise (D or its rows not 16-byte aligned: element stores; or a D that the
+// tensor map could not describe: 16-byte stores, element stores at the edges) the warpgroup
+// writes whole rows itself from the first block.
+template <typename T, int kBufs>
 __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap* map_d, const float (&acc)[64],
-                                         uint8_t* out, int c, int tid, int64_t row0, int64_t col0) {
+                                         uint8_t* out, uint32_t& q, int c, int tid, int64_t row0, int64_t col0) {
   constexpr int kCols = kOutData / sizeof(T), kPasses = 128 / kCols;  // columns per pass
   const int warp = tid / 32, lane = tid % 32, fr = warp * 16 + lane / 4, fc = 2 * (lane % 4);
   const bool plain = !p.c && !p.bias;
   if (p.d_tma) {
-#pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      if (tid == 0) bulk_wait_read<0>();  // the previous store has read the block
+    static_for<kPasses>([&](auto pass_c) {
+      constexpr int pass = decltype(pass_c)::value;
+      uint8_t* block = out + (q++ % kBufs) * kOutBytes;
+      if (tid == 0) bulk_wait_read<kBufs - 1>();  // the store that last used this block has read it
       sync_consumer(c);
-      stage_pass<T, true>(p, acc, out, pass, fr, fc, plain, row0, col0);
+      stage_pass<T, true, pass>(p, acc, block, fr, fc, plain, row0, col0);
       fence_async_shared();
       sync_consumer(c);
       if (tid == 0) {
-        tma_store_2d(map_d, out, int32_t(col0 + pass * kCols), int32_t(row0));
+        tma_store_2d(map_d, block, int32_t(col0 + pass * kCols), int32_t(row0));
         bulk_commit();
       }
-    }
+    });
     return;
   }
   const bool vec = (reinterpret_cast<unsigned long long>(p.d) % 16 == 0) && (p.d_stride * int64_t(sizeof(T))) % 16 == 0;
-#pragma unroll
-  for (int pass = 0; pass < kPasses; ++pass) {
+  static_for<kPasses>([&](auto pass_c) {
+    constexpr int pass = decltype(pass_c)::value;
     sync_consumer(c);  // the previous pass (or tile) has been read out
-    stage_pass<T, false>(p, acc, out, pass, fr, fc, plain, row0, col0);
+    stage_pass<T, false, pass>(p, acc, out, fr, fc, plain, row0, col0);
     sync_consumer(c);
     constexpr int kPieces = kOutData / 16, kChunks = 64 * kPieces;  // 16-byte pieces of the 64-row block
 #pragma unroll
@@ -126,7 +168,7 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
         for (int e = 0; e < 16 / int(sizeof(T)) && col + e < p.n; ++e) dst[e] = reinterpret_cast<const T*>(src)[e];
       }
     }
-  }
+  });
 }
 
 }  // namespace wgmma_detail
@@ -155,13 +197,14 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   uint8_t* tiles_a = smem;
   uint8_t* tiles_b = smem + kStages * kTileA;
   uint8_t* outs = smem + kStages * (kTileA + kTileB);  // 16-byte aligned rows for the epilogue
-  float* scales_a = reinterpret_cast<float*>(outs + kConsumers * kOutBytes);
+  float* scales_a = reinterpret_cast<float*>(outs + kConsumers * Tile::kOutBuffers * kOutBytes);
   uint64_t* full = reinterpret_cast<uint64_t*>(scales_a + kStages * kBM);  // 8-byte aligned
   uint64_t* empty = full + kStages;
   float* scales_b = reinterpret_cast<float*>(empty + kStages);  // B's block scale of each stage, from the producer
 
-  const int64_t m_blocks = ceil_div(p.m, kBM), n_blocks = ceil_div(n, kBN), k_blocks = ceil_div(k, kBK);
-  const int64_t tiles = m_blocks * n_blocks;
+  const uint32_t m_blocks = uint32_t(ceil_div(p.m, kBM)), n_blocks = uint32_t(ceil_div(n, kBN));
+  const int64_t k_blocks = ceil_div(k, kBK);
+  const uint32_t tiles = m_blocks * n_blocks;  // below 2^31 (gemm_wgmma_takes)
   // The warpgroup index through a shuffle, so that the compiler knows it is warp-uniform and keeps
   // what derives from it (the consumer's descriptors) in uniform registers.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
@@ -182,8 +225,8 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     tma_prefetch_map(&map_sa);
     if (p.d_tma) tma_prefetch_map(&map_d);
     uint32_t s = 0, phase = 0;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int64_t mb, nb;
+    for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      uint32_t mb, nb;
       wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
       for (int64_t kb = 0; kb < k_blocks; ++kb) {
         const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
@@ -207,7 +250,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   // s, block h and K step j add s * tile / 16, 64 h * kBK / 16 and 32 j / 16.
   const uint32_t a16 = (smem_addr(tiles_a) + c * 64 * kBlocks * kBK) >> 4, b16 = smem_addr(tiles_b) >> 4;
   float acc[kBlocks][64];
-  uint32_t s = 0, phase = 0;
+  uint32_t s = 0, phase = 0, q = 0;  // q: the epilogue's passes so far
   // One run: the K steps [run * kGroup, (run + 1) * kGroup) of block h into d, committed as a group.
   auto issue = [&](float(&d)[64], int h, int run) {
 #pragma unroll
@@ -233,8 +276,8 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     if (lane == 0) mbar_arrive(&empty[s]);
   };
   constexpr int kRuns = 4 / kGroup;  // runs of a 128-wide K block
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int64_t mb, nb;
+  for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    uint32_t mb, nb;
     wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
 #pragma unroll
     for (int h = 0; h < kBlocks; ++h)
@@ -284,12 +327,12 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       }
       if (++s == kStages) s = 0, phase ^= 1;
     }
-    uint8_t* out = outs + c * kOutBytes;
+    uint8_t* out = outs + c * Tile::kOutBuffers * kOutBytes;
 #pragma unroll
     for (int h = 0; h < kBlocks; ++h) {
-      const int64_t row0 = mb * kBM + (c * kBlocks + h) * 64, col0 = nb * kBN;
-      if (p.d_bf16) epilogue<uint16_t>(p, &map_d, acc[h], out, c, tid, row0, col0);
-      else epilogue<float>(p, &map_d, acc[h], out, c, tid, row0, col0);
+      const int64_t row0 = int64_t(mb) * kBM + (c * kBlocks + h) * 64, col0 = int64_t(nb) * kBN;
+      if (p.d_bf16) epilogue<uint16_t, Tile::kOutBuffers>(p, &map_d, acc[h], out, q, c, tid, row0, col0);
+      else epilogue<float, Tile::kOutBuffers>(p, &map_d, acc[h], out, q, c, tid, row0, col0);
     }
   }
   if (p.d_tma && tid == 0) bulk_wait<0>();  // the last stores complete before the CTA exits
