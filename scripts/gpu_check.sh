@@ -15,6 +15,7 @@
 #   MXQ_SANITIZE_FILTER='GpuFused.*' ...          gtest filter of memcheck (default all)
 #   MXQ_RACECHECK_FILTER='*' ...                  gtest filter of racecheck (default two quantize tests)
 #   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
+#   MXQ_PYTEST_TIMEOUT=150 ...                    seconds for them (default 300; rc 124 when cut)
 #   MXQ_GEMM_BENCH_ARGS=--quick ...               two GEMM shapes only
 # The device tool stops a command at 600 s: split a full check over calls with these.
 # Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
@@ -50,7 +51,8 @@ grep -E "Failure|differs" -A3 "$OUT/gpu_tests.log" | head -20
 # torch._scaled_mm interop (marker gpu), and the CPU-side package tests with them.
 if [ -z "${MXQ_SKIP_PYTEST:-}" ]; then
   PYTHONPATH="$PWD/$BUILD/python" MXQ_CACHE_DIR="${TMPDIR:-/tmp}/mxq-py-jit-cache" PYTHONDONTWRITEBYTECODE=1 \
-    python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs ${MXQ_PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
+    timeout "${MXQ_PYTEST_TIMEOUT:-300}" python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs ${MXQ_PYTEST_ARGS:-} \
+    >"$OUT/pytest.log" 2>&1
   note "python package (torch, gpu marker included): rc=$? $(tail -1 "$OUT/pytest.log")"
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
 fi
