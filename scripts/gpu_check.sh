@@ -51,8 +51,8 @@ grep -E "Failure|differs" -A3 "$OUT/gpu_tests.log" | head -20
 # torch._scaled_mm interop (marker gpu), and the CPU-side package tests with them.
 if [ -z "${MXQ_SKIP_PYTEST:-}" ]; then
   PYTHONPATH="$PWD/$BUILD/python" MXQ_CACHE_DIR="${TMPDIR:-/tmp}/mxq-py-jit-cache" PYTHONDONTWRITEBYTECODE=1 \
-    timeout "${MXQ_PYTEST_TIMEOUT:-300}" python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs ${MXQ_PYTEST_ARGS:-} \
-    >"$OUT/pytest.log" 2>&1
+    timeout -k 30 "${MXQ_PYTEST_TIMEOUT:-300}" python3 -m pytest tests/python_pkg -q -p no:cacheprovider -rs \
+    ${MXQ_PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
   note "python package (torch, gpu marker included): rc=$? $(tail -1 "$OUT/pytest.log")"
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
 fi

@@ -2,6 +2,7 @@
 // architecture, which gemm() dispatches by; checked on the shapes and on the edges.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -103,6 +104,23 @@ TEST(GemmPlan, WgmmaTileOrderVisitsEveryTileOnce) {
       }
       for (int v : seen) ASSERT_EQ(v, 1) << mblocks << " x " << nblocks;
     }
+}
+
+// The kernel walks in uint32_t: the same order as in int64_t, here up to the 2^31 - 1 tiles that
+// gemm_wgmma_takes allows (the last tiles of a 2^16 x (2^15 - 1) grid).
+TEST(GemmPlan, WgmmaTileOrderIsTheSameIn32Bits) {
+  for (auto [mblocks, nblocks] : {std::pair<int64_t, int64_t>{7, 17}, {32, 56}, {1, 9}, {65536, 32767}}) {
+    auto same = [&, mblocks = mblocks, nblocks = nblocks](int64_t t) {
+      int64_t mb = -1, nb = -1;
+      uint32_t mb32 = 0, nb32 = 0;
+      gemm_config::wgmma_tile_at(t, mblocks, nblocks, mb, nb);
+      gemm_config::wgmma_tile_at(uint32_t(t), uint32_t(mblocks), uint32_t(nblocks), mb32, nb32);
+      return int64_t(mb32) == mb && int64_t(nb32) == nb;
+    };
+    const int64_t tiles = mblocks * nblocks;
+    for (int64_t t : {tiles / 3, tiles - 2, tiles - 1}) EXPECT_TRUE(same(t)) << t << " of " << tiles;
+    for (int64_t t = 0; t < std::min<int64_t>(tiles, 4096); ++t) ASSERT_TRUE(same(t)) << t << " of " << tiles;
+  }
 }
 
 TEST(GemmPlan, DecodeKernelsByRows) {

@@ -58,9 +58,11 @@ __global__ void compare_reciprocals(unsigned long long* mismatches, uint32_t* fi
   }
 }
 
-// A comparison kernel's result: how many inputs differed, and the lowest one that did (0xffffffff: none).
+// A comparison kernel's result: how many inputs differed and the lowest one that did, or the
+// CUDA error that kept the kernel from running (never read as a pass).
 struct Mismatches {
-  unsigned long long count = ~0ull;
+  cudaError_t error = cudaSuccess;
+  unsigned long long count = 0;
   uint32_t first = 0;
 };
 template <class Launch>  // launch(count, first) enqueues the kernel on the default stream
@@ -68,12 +70,12 @@ Mismatches count_mismatches(Launch launch) {
   Mismatches m;
   unsigned long long* count = nullptr;
   uint32_t* first = nullptr;
-  if (cudaMalloc(&count, 8) != cudaSuccess || cudaMalloc(&first, 4) != cudaSuccess) return m;
-  if (cudaMemset(count, 0, 8) == cudaSuccess && cudaMemset(first, 0xff, 4) == cudaSuccess) {
+  auto step = [&](cudaError_t e) { return m.error == cudaSuccess && (m.error = e) == cudaSuccess; };
+  if (step(cudaMalloc(&count, 8)) && step(cudaMalloc(&first, 4)) && step(cudaMemset(count, 0, 8)) &&
+      step(cudaMemset(first, 0xff, 4))) {
     launch(count, first);
-    if (cudaGetLastError() != cudaSuccess || cudaMemcpy(&m.count, count, 8, cudaMemcpyDeviceToHost) != cudaSuccess ||
-        cudaMemcpy(&m.first, first, 4, cudaMemcpyDeviceToHost) != cudaSuccess)
-      m.count = ~0ull;
+    if (step(cudaGetLastError()) && step(cudaMemcpy(&m.count, count, 8, cudaMemcpyDeviceToHost)))
+      step(cudaMemcpy(&m.first, first, 4, cudaMemcpyDeviceToHost));
   }
   cudaFree(count);
   cudaFree(first);
@@ -84,16 +86,18 @@ TEST(GpuNumerics, ReciprocalWithoutRangeCheckIsCorrectlyRounded) {
   REQUIRE_GPU();
   const Mismatches m =
       count_mismatches([](auto* count, auto* first) { compare_reciprocals<<<1024, 256>>>(count, first); });
+  ASSERT_EQ(m.error, cudaSuccess) << cudaGetErrorString(m.error);
   EXPECT_EQ(m.count, 0ull) << "first d differing: bits 0x" << std::hex << m.first;
 }
 
 // The GEMM epilogue's bf16 pairs (sm90::bf16x2_cvt, one cvt, and bf16x2_rn, NaNs as the formula
 // gives them) against num::float_to_bf16 on every fp32 bit pattern in each half, the other half
-// a scrambled pattern: mismatches counted, the first kept.
+// a scrambled pattern that is never a NaN (bit 30 clear), so that cvt is checked on every
+// non-NaN pattern: mismatches counted, the first kept.
 __global__ void compare_bf16_pairs(unsigned long long* mismatches, uint32_t* first) {
   const uint64_t step = gridDim.x * uint64_t(blockDim.x);
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < (1ull << 32); i += step) {
-    const uint32_t b = uint32_t(i), other = b * 0x9e3779b1u + 0x7f7fu;
+    const uint32_t b = uint32_t(i), other = (b * 0x9e3779b1u + 0x7f7fu) & 0xbfffffffu;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float lo = __uint_as_float(half ? other : b), hi = __uint_as_float(half ? b : other);
@@ -111,6 +115,7 @@ TEST(GpuNumerics, Bf16PairEqualsTheFormulaOnEveryFloat) {
   REQUIRE_GPU();
   const Mismatches m =
       count_mismatches([](auto* count, auto* first) { compare_bf16_pairs<<<4096, 256>>>(count, first); });
+  ASSERT_EQ(m.error, cudaSuccess) << cudaGetErrorString(m.error);
   EXPECT_EQ(m.count, 0ull) << "first pattern differing: bits 0x" << std::hex << m.first;
 }
 

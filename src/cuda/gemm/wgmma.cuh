@@ -95,9 +95,10 @@ __device__ __forceinline__ void stage_pass(const GemmParams& p, const float (&ac
     else *reinterpret_cast<float2*>(at) = float2{v[i][0], v[i][1]};
   }
 }
+// stage_pass for a call with or without C and bias (`plain`: without)
 template <typename T, bool kTma, int kPass>
-__device__ __forceinline__ void stage_pass(const GemmParams& p, const float (&acc)[64], uint8_t* out, int fr, int fc,
-                                           bool plain, int64_t row0, int64_t col0) {
+__device__ __forceinline__ void stage_pass_any(const GemmParams& p, const float (&acc)[64], uint8_t* out, int fr,
+                                               int fc, bool plain, int64_t row0, int64_t col0) {
   if (plain) stage_pass<T, kTma, true, kPass>(p, acc, out, fr, fc, row0, col0);
   else stage_pass<T, kTma, false, kPass>(p, acc, out, fr, fc, row0, col0);
 }
@@ -138,7 +139,7 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
       uint8_t* block = out + (q++ % kBufs) * kOutBytes;
       if (tid == 0) bulk_wait_read<kBufs - 1>();  // the store that last used this block has read it
       sync_consumer(c);
-      stage_pass<T, true, pass>(p, acc, block, fr, fc, plain, row0, col0);
+      stage_pass_any<T, true, pass>(p, acc, block, fr, fc, plain, row0, col0);
       fence_async_shared();
       sync_consumer(c);
       if (tid == 0) {
@@ -152,7 +153,7 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
   static_for<kPasses>([&](auto pass_c) {
     constexpr int pass = decltype(pass_c)::value;
     sync_consumer(c);  // the previous pass (or tile) has been read out
-    stage_pass<T, false, pass>(p, acc, out, fr, fc, plain, row0, col0);
+    stage_pass_any<T, false, pass>(p, acc, out, fr, fc, plain, row0, col0);
     sync_consumer(c);
     constexpr int kPieces = kOutData / 16, kChunks = 64 * kPieces;  // 16-byte pieces of the 64-row block
 #pragma unroll
