@@ -58,36 +58,31 @@ __global__ void compare_reciprocals(unsigned long long* mismatches, uint32_t* fi
   }
 }
 
-// A comparison kernel's result: how many inputs differed and the lowest one that did, or the
-// CUDA error that kept the kernel from running (never read as a pass).
-struct Mismatches {
+// Runs a comparison kernel, launch(count, first), which counts the inputs that differ and keeps
+// the lowest: success only if it ran and counted none (a CUDA error fails with its message).
+template <class Launch>
+::testing::AssertionResult no_mismatches(Launch launch, const char* what) {
   cudaError_t error = cudaSuccess;
-  unsigned long long count = 0;
-  uint32_t first = 0;
-};
-template <class Launch>  // launch(count, first) enqueues the kernel on the default stream
-Mismatches count_mismatches(Launch launch) {
-  Mismatches m;
-  unsigned long long* count = nullptr;
-  uint32_t* first = nullptr;
-  auto step = [&](cudaError_t e) { return m.error == cudaSuccess && (m.error = e) == cudaSuccess; };
+  unsigned long long n = 0, *count = nullptr;
+  uint32_t b = 0, *first = nullptr;
+  auto step = [&](cudaError_t e) { return error == cudaSuccess && (error = e) == cudaSuccess; };
   if (step(cudaMalloc(&count, 8)) && step(cudaMalloc(&first, 4)) && step(cudaMemset(count, 0, 8)) &&
       step(cudaMemset(first, 0xff, 4))) {
     launch(count, first);
-    if (step(cudaGetLastError()) && step(cudaMemcpy(&m.count, count, 8, cudaMemcpyDeviceToHost)))
-      step(cudaMemcpy(&m.first, first, 4, cudaMemcpyDeviceToHost));
+    if (step(cudaGetLastError()) && step(cudaMemcpy(&n, count, 8, cudaMemcpyDeviceToHost)))
+      step(cudaMemcpy(&b, first, 4, cudaMemcpyDeviceToHost));
   }
   cudaFree(count);
   cudaFree(first);
-  return m;
+  if (error != cudaSuccess) return ::testing::AssertionFailure() << cudaGetErrorString(error);
+  if (n != 0)
+    return ::testing::AssertionFailure() << n << " differ; the first " << what << ": bits 0x" << std::hex << b;
+  return ::testing::AssertionSuccess();
 }
 
 TEST(GpuNumerics, ReciprocalWithoutRangeCheckIsCorrectlyRounded) {
   REQUIRE_GPU();
-  const Mismatches m =
-      count_mismatches([](auto* count, auto* first) { compare_reciprocals<<<1024, 256>>>(count, first); });
-  ASSERT_EQ(m.error, cudaSuccess) << cudaGetErrorString(m.error);
-  EXPECT_EQ(m.count, 0ull) << "first d differing: bits 0x" << std::hex << m.first;
+  EXPECT_TRUE(no_mismatches([](auto* n, auto* first) { compare_reciprocals<<<1024, 256>>>(n, first); }, "d"));
 }
 
 // The GEMM epilogue's bf16 pairs (sm90::bf16x2_cvt, one cvt, and bf16x2_rn, NaNs as the formula
@@ -113,10 +108,7 @@ __global__ void compare_bf16_pairs(unsigned long long* mismatches, uint32_t* fir
 
 TEST(GpuNumerics, Bf16PairEqualsTheFormulaOnEveryFloat) {
   REQUIRE_GPU();
-  const Mismatches m =
-      count_mismatches([](auto* count, auto* first) { compare_bf16_pairs<<<4096, 256>>>(count, first); });
-  ASSERT_EQ(m.error, cudaSuccess) << cudaGetErrorString(m.error);
-  EXPECT_EQ(m.count, 0ull) << "first pattern differing: bits 0x" << std::hex << m.first;
+  EXPECT_TRUE(no_mismatches([](auto* n, auto* first) { compare_bf16_pairs<<<4096, 256>>>(n, first); }, "pattern"));
 }
 
 TEST(GpuNumerics, ActivationsEqualTheHostBitForBit) {
