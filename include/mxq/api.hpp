@@ -100,7 +100,8 @@ uint64_t jit_cache_clear();  // entries removed from disk
 // names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]" the GEMM's TMA +
 // wgmma kernel specialised on N and K (what Backend::cuda_jit runs for such a call; promote_k
 // defaults to GemmOptions'; without block_m, or with 0, both tile heights, since the call's M
-// chooses), for compute capability `arch` (0: the current device's, 90 without one), on
+// chooses, and at 128 rows the split-K cluster kernels the plan gives some M on an H200), for
+// compute capability `arch` (0: the current device's, 90 without one), on
 // `threads` workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at
 // start-up.
 struct JitWarmupResult {

@@ -15,7 +15,11 @@ using namespace gemm_config;
 // Waves of CTAs (tiles) in clusters of p.cluster: the clusters one wave holds bound the slots.
 void fill_waves(GemmPlan& p, const ArchDesc& a) {
   int64_t slots = int64_t(a.sms) * p.ctas_per_sm;
-  if (p.cluster > 1) slots = gemm_config::decode_resident(a, p.ctas_per_sm).at[cluster_log2(p.cluster)] * p.cluster;
+  if (p.cluster > 1) {
+    const ResidentClusters r =
+        p.path == "tma-wgmma" ? wgmma_resident(decode_resident(a, 2)) : decode_resident(a, p.ctas_per_sm);
+    slots = r.at[cluster_log2(p.cluster)] * p.cluster;
+  }
   p.waves = ceil_div(p.tiles, slots);
   const int64_t last = p.tiles - (p.waves - 1) * slots;
   p.last_wave = double(last) / double(slots);
@@ -87,7 +91,12 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
               "min(tiles, SMs) CTAs";
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
-      p.tiles = wgmma_tiles(m, n, p.block_m);
+      p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(decode_resident(arch, 2)));
+      if (p.split_k > 1)
+        p.why += "; " + std::to_string(wgmma_tiles(m, n, p.block_m)) +
+                 " tiles would leave SMs idle: a cluster of " + std::to_string(p.split_k) +
+                 " CTAs splits each tile's K (one tile per cluster, partial tiles summed in distributed shared memory)";
+      p.tiles = wgmma_tiles(m, n, p.block_m) * p.split_k;
       p.smem_bytes = wgmma_smem_bytes(p.block_m);
       break;
     case GemmPath::generic:

@@ -59,9 +59,54 @@ TEST(GemmPlan, WgmmaTilesAreTheKernels) {
   EXPECT_EQ(q.block_m, 128);
   EXPECT_EQ(q.stages, gemm_config::WgmmaTile<128>::kStages);
   EXPECT_EQ(q.smem_bytes, gemm_config::WgmmaTile<128>::kSmemBytes);
-  EXPECT_EQ(q.tiles, 56);
+  EXPECT_EQ(q.tiles, 2 * 56);  // 56 tiles, K split over clusters of 2 (WgmmaSplitKFillsTheSMs)
+  EXPECT_EQ(q.split_k, 2);
+  EXPECT_EQ(q.cluster, 2);
+  EXPECT_EQ(q.waves, 1);
   // K % 128 != 0 keeps a small M off the decode kernel and on the wgmma one
   EXPECT_EQ(plan_gemm(1, 200, 1120, GemmKind::d1d2, DType::float32, kH200).path, "tma-wgmma");
+}
+
+// Split-K where 128-row tiles are few: the most CTAs per cluster (2 or 4) that keep every cluster
+// resident in one wave (the H200's table: 66 clusters of 2, 31 of 4 at one CTA per SM) with >= 4 K
+// blocks each; never at 256 rows or over more than one wave (measured slower, session 19).
+TEST(GemmPlan, WgmmaSplitKFillsTheSMs) {
+  struct Case {
+    int64_t m, n, k;
+    int split;
+  };
+  for (const Case c : {Case{128, 7168, 7168, 2},    // 56 tiles: 112 CTAs
+                       Case{128, 2112, 7168, 4},    // 17 tiles: 68
+                       Case{128, 4096, 7168, 2},    // 32 tiles: 32 clusters of 4 would not all be resident
+                       Case{128, 7168, 2048, 2},    // 16 K blocks: 8 per CTA
+                       Case{128, 2112, 1024, 2},    // 8 K blocks: 4 each at 2, 2 at 4 (too few)
+                       Case{128, 2112, 512, 1},     // 4 K blocks
+                       Case{128, 24576, 1536, 1},   // 192 tiles: no split
+                       Case{65, 8448, 7168, 2},     // 66 tiles fit 66 clusters of 2 ...
+                       Case{65, 8449, 7168, 1},     // ... 67 do not (ceil(8449 / 128) = 67)
+                       Case{1024, 2112, 7168, 1},   // 256-row tiles
+                       Case{129, 300, 7168, 4},     // 6 tiles (tails in M and N)
+                       Case{1, 200, 1120, 2}}) {    // 2 tiles, 9 K blocks (a partial one): 4 and 5
+    const GemmPlan p = plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, DType::bfloat16, kH200);
+    ASSERT_EQ(p.path, "tma-wgmma") << to_string(p);
+    EXPECT_EQ(p.split_k, c.split) << to_string(p);
+    EXPECT_EQ(p.cluster, c.split) << to_string(p);
+    EXPECT_EQ(p.tiles, gemm_config::wgmma_tiles(c.m, c.n, p.block_m) * c.split) << to_string(p);
+    if (c.split > 1) {
+      EXPECT_EQ(p.waves, 1) << to_string(p);
+    }
+    EXPECT_EQ(p.why.find("splits each tile's K") != std::string::npos, c.split > 1) << p.why;
+  }
+  const gemm_config::ResidentClusters h200 = gemm_config::wgmma_resident(gemm_config::decode_resident(kH200, 2));
+  EXPECT_EQ(h200.at[1], 66);
+  EXPECT_EQ(h200.at[2], 31);
+  EXPECT_EQ(gemm_config::wgmma_split_k(128, 7168, 7168, 256, h200), 1);  // 256-row tiles never split
+  // an sm_90 part without a residency table: the model's (a tenth of the slots lost from 4 up)
+  const ArchDesc small = ArchDesc::sm90(100);
+  EXPECT_EQ(plan_gemm(128, 2112, 7168, GemmKind::d1d2, DType::bfloat16, small).split_k, 4);  // 17 <= 22 clusters of 4
+  EXPECT_EQ(plan_gemm(128, 3200, 7168, GemmKind::d1d2, DType::bfloat16, small).split_k, 2);  // 25 tiles
+  // a modelled part of one SM holds no cluster of 2: no split (and no division by zero)
+  EXPECT_EQ(plan_gemm(128, 128, 7168, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(1)).split_k, 1);
 }
 
 // 256-row tiles where their waves (times 2 x 0.9 of a 128-row tile's work) are shorter than the

@@ -119,9 +119,13 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, tma, 64, 384, 1024, Backend::cublaslt, "cublasLt"},
                         // the wgmma kernel: tails in M, N and K (K % 128 == 96), K of one partial
                         // block, M = 1 (K % 128 != 0 keeps it off decode), several tiles per CTA
-                        Case{tma, blk, 257, 300, 1120, Backend::cuda_aot, "wgmma 128x128"},
+                        // (few tiles: split-K clusters, wgmma_split_k; 2 CTAs with tails in M, N and K
+                        // (4 and 5 K blocks), 4 with 8 K blocks each, 2 with one row)
+                        Case{tma, blk, 257, 300, 1120, Backend::cuda_aot, "split-K over a cluster of 2"},
+                        Case{tma, blk, 129, 300, 4096, Backend::cuda_aot, "split-K over a cluster of 4"},
+                        Case{tma, blk, 129, 300, 4096, Backend::cuda_jit, "split-K over a cluster of 4"},
                         Case{tma, blk, 300, 136, 48, Backend::cuda_aot, "wgmma 128x128"},
-                        Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "split-K over a cluster of 2"},
                         Case{tma, blk, 2100, 2200, 512, Backend::cuda_aot, "wgmma 128x128"},
                         // its 256-row tiles: the same tails, and a tile of 1 row in 256
                         Case{tma, blk, 257, 300, 1120, Backend::cuda_aot, "wgmma 256x128", 256},
@@ -198,76 +202,83 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
 // stay untouched.
 TEST(GpuGemm, EpilogueAlphaCBiasExact) {
   REQUIRE_GPU();
-  const int64_t m = 200, n = 136, k = 256;
-  const char* tma = "fp8_block_1x128:pow2=1,layout=mn_major_tma";
-  std::mt19937 rng(5);
-  auto ints = [&](int64_t rows) {
-    std::vector<float> v(size_t(rows * k));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t t = 0; t < k; ++t) v[size_t(r * k + t)] = (t % 128 == r % 128) ? 2.0f : float(int(rng() % 5) - 2);
-    return v;
-  };
-  Input xa(m, k, ints(m)), xb(n, k, ints(n));
-  QuantizedBuffers qa = quantized(tma, xa, m, k), qb = quantized("fp8_block_128x128:pow2=1", xb, n, k);
-  std::vector<float> c(static_cast<size_t>(m * n)), bias(static_cast<size_t>(n));
-  for (auto& x : c) x = float(int(rng() % 201) - 100);
-  for (auto& x : bias) x = float(int(rng() % 21) - 10);
-  DeviceBuffer cd(kGpu, m * n * 4), bd(kGpu, n * 4);
-  cd.upload(c.data());
-  bd.upload(bias.data());
-  const TensorView cv = TensorView::matrix(cd.data(), DType::float32, m, n, -1, kGpu);
-  // with C and bias, and alpha alone (the epilogue's path without loads); fp32 and bf16 D (the
-  // staging block's two widths: 32 and 64 columns a pass); the AOT kernel and the JIT's
-  // specialisation. A bf16 result must be the host's round-to-nearest-even of the exact value.
-  // 128-row tiles (the plan's choice here) and 256-row ones (a tile of 200 rows in 256).
-  for (const int block_m : {0, 256})
-    for (const Backend be : {Backend::cuda_aot, Backend::cuda_jit})
-      for (const DType dt : {DType::float32, DType::bfloat16})
-        for (const bool with_c_bias : {true, false})
-          for (int64_t stride : {n, n + 3}) {
-            const int64_t esz = dt == DType::float32 ? 4 : 2;
-            DeviceBuffer d(kGpu, m * stride * esz);
-            d.fill(0xcd);
-            GemmOptions o;
-            o.backend = be;
-            o.alpha = 0.5f;
-            o.block_m = block_m;
-            if (with_c_bias) {
-              o.c = &cv;
-              o.bias = static_cast<const float*>(bd.data());
-            }
-            gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), dt, m, n, stride, kGpu), o);
-            const std::string ran = last_dispatch().backend + " " + last_dispatch().kernel;
-            EXPECT_EQ(ran.rfind(backend_name(be), 0), 0u) << ran;
-            EXPECT_NE(ran.find(block_m ? "wgmma 256x128" : "wgmma 128x128"), std::string::npos) << ran;
-            runtime::device_synchronize(kGpu);
-            std::vector<uint8_t> got(size_t(m * stride * esz));
-            d.download(got.data());
-            const std::string where = std::string(with_c_bias ? "C and bias" : "alpha alone") + ", " + dtype_name(dt) +
-                                      ", stride " + std::to_string(stride) + ", ran " + ran;
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < stride; ++j) {
-                const uint8_t* at = got.data() + size_t((i * stride + j) * esz);
-                uint32_t bits = 0;
-                std::memcpy(&bits, at, size_t(esz));
-                if (j >= n) {
-                  ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu)
-                      << where << ": padding written at (" << i << ", " << j << ")";
-                  continue;
-                }
-                int64_t exact = 0;
-                for (int64_t t = 0; t < k; ++t)
-                  exact += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
-                const float want =
-                    with_c_bias ? 0.5f * float(exact) + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * float(exact);
-                uint32_t want_bits = 0;
-                if (esz == 4)
-                  std::memcpy(&want_bits, &want, 4);
-                else
-                  want_bits = num::float_to_bf16(want);
-                ASSERT_EQ(bits, want_bits) << where << " at (" << i << ", " << j << "): want " << want;
+  // K = 2048: the plan's 128-row tiles split K over clusters of 4 (4 tiles), so the passes of the
+  // summed tile are dealt to the ranks (wgmma.cuh owns_pass)
+  for (const int64_t k : {int64_t(256), int64_t(2048)}) {
+    const int64_t m = 200, n = 136;
+    const char* tma = "fp8_block_1x128:pow2=1,layout=mn_major_tma";
+    std::mt19937 rng(5);
+    auto ints = [&](int64_t rows) {
+      std::vector<float> v(size_t(rows * k));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < k; ++t) v[size_t(r * k + t)] = (t % 128 == r % 128) ? 2.0f : float(int(rng() % 5) - 2);
+      return v;
+    };
+    Input xa(m, k, ints(m)), xb(n, k, ints(n));
+    QuantizedBuffers qa = quantized(tma, xa, m, k), qb = quantized("fp8_block_128x128:pow2=1", xb, n, k);
+    std::vector<float> c(static_cast<size_t>(m * n)), bias(static_cast<size_t>(n));
+    for (auto& x : c) x = float(int(rng() % 201) - 100);
+    for (auto& x : bias) x = float(int(rng() % 21) - 10);
+    DeviceBuffer cd(kGpu, m * n * 4), bd(kGpu, n * 4);
+    cd.upload(c.data());
+    bd.upload(bias.data());
+    const TensorView cv = TensorView::matrix(cd.data(), DType::float32, m, n, -1, kGpu);
+    std::vector<int64_t> exact(size_t(m * n), 0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t t = 0; t < k; ++t)
+          exact[size_t(i * n + j)] += int64_t(xa.values[size_t(i * k + t)]) * int64_t(xb.values[size_t(j * k + t)]);
+    // with C and bias, and alpha alone (the epilogue's path without loads); fp32 and bf16 D (the
+    // staging block's two widths: 32 and 64 columns a pass); the AOT kernel and the JIT's
+    // specialisation. A bf16 result must be the host's round-to-nearest-even of the exact value.
+    // 128-row tiles (the plan's choice here) and 256-row ones (a tile of 200 rows in 256).
+    for (const int block_m : {0, 256})
+      for (const Backend be : {Backend::cuda_aot, Backend::cuda_jit})
+        for (const DType dt : {DType::float32, DType::bfloat16})
+          for (const bool with_c_bias : {true, false})
+            for (int64_t stride : {n, n + 3}) {
+              const int64_t esz = dt == DType::float32 ? 4 : 2;
+              DeviceBuffer d(kGpu, m * stride * esz);
+              d.fill(0xcd);
+              GemmOptions o;
+              o.backend = be;
+              o.alpha = 0.5f;
+              o.block_m = block_m;
+              if (with_c_bias) {
+                o.c = &cv;
+                o.bias = static_cast<const float*>(bd.data());
               }
-          }
+              gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), dt, m, n, stride, kGpu), o);
+              const std::string ran = last_dispatch().backend + " " + last_dispatch().kernel;
+              EXPECT_EQ(ran.rfind(backend_name(be), 0), 0u) << ran;
+              EXPECT_NE(ran.find(block_m ? "wgmma 256x128" : "wgmma 128x128"), std::string::npos) << ran;
+              runtime::device_synchronize(kGpu);
+              std::vector<uint8_t> got(size_t(m * stride * esz));
+              d.download(got.data());
+              const std::string where = "K=" + std::to_string(k) + ", " +
+                                        (with_c_bias ? "C and bias" : "alpha alone") + ", " + dtype_name(dt) +
+                                        ", stride " + std::to_string(stride) + ", ran " + ran;
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < stride; ++j) {
+                  const uint8_t* at = got.data() + size_t((i * stride + j) * esz);
+                  uint32_t bits = 0;
+                  std::memcpy(&bits, at, size_t(esz));
+                  if (j >= n) {
+                    ASSERT_EQ(bits, esz == 4 ? 0xcdcdcdcdu : 0xcdcdu)
+                        << where << ": padding written at (" << i << ", " << j << ")";
+                    continue;
+                  }
+                  const float e = float(exact[size_t(i * n + j)]);
+                  const float want = with_c_bias ? 0.5f * e + c[size_t(i * n + j)] + bias[size_t(j)] : 0.5f * e;
+                  uint32_t want_bits = 0;
+                  if (esz == 4)
+                    std::memcpy(&want_bits, &want, 4);
+                  else
+                    want_bits = num::float_to_bf16(want);
+                  ASSERT_EQ(bits, want_bits) << where << " at (" << i << ", " << j << "): want " << want;
+                }
+            }
+  }
 }
 
 // Random data with outliers against the CPU reference (fp64 on the same quantized bytes):
@@ -362,7 +373,9 @@ TEST(GpuGemm, JitSpecialisedEqualsAot) {
           const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
                                     dtype_name(dt) + " promote-k " + std::to_string(pk) + ": " + aot + " / " + jit;
           const std::string tile = "wgmma " + std::to_string(bm) + "x128";
+          const int split = bm == 128 ? plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, dt, ArchDesc::h200()).split_k : 1;
           EXPECT_EQ(jit, "cuda-jit " + tile + " TMA warp-specialized, promote-k " + std::to_string(pk) +
+                             (split > 1 ? ", split-K over a cluster of " + std::to_string(split) : "") +
                              ", specialised N=" + std::to_string(c.n) + " K=" + std::to_string(c.k))
               << where;
           EXPECT_EQ(aot.rfind("cuda-aot " + tile, 0), 0u) << where;

@@ -172,6 +172,10 @@ TEST(JitCompile, GemmWgmmaKernelCompilesForSm90a) {
   for (int group : {1, 2, 4})  // 256-row tiles: fewer (N, K), for CI's time
     for (auto [n, k] : {std::pair<int64_t, int64_t>{0, 0}, {7168, 7168}})
       if (group != 2 || n == 0) keys.push_back({group, n, k, 256});
+  // split-K clusters (128-row tiles): every group unspecialised at one split, specialised at both
+  for (int group : {1, 2, 4}) keys.push_back({group, 0, 0, 128, group == 2 ? 4 : 2});
+  keys.push_back({4, 7168, 7168, 128, 2});
+  keys.push_back({4, 2112, 7168, 128, 4});
   for (const GemmKey& key : keys) {
     ASSERT_TRUE(gemm_key_valid(key)) << gemm_key_text(key);
     const Compiled c = compile_gemm(key, 90);
@@ -191,8 +195,11 @@ TEST(JitCompile, GemmWgmmaKernelCompilesForSm90a) {
   EXPECT_NE(gemm_binary_key({4, 7168, 7168, 128}, 90), gemm_binary_key({4, 7168, 7168, 256}, 90));
   EXPECT_EQ(gemm_key_text({4, 7168, 2048}), "wgmma 128x128 promote-k 128 N=7168 K=2048");
   EXPECT_EQ(gemm_key_text({1, 0, 0, 256}), "wgmma 256x128 promote-k 32 N=any K=any");
+  EXPECT_EQ(gemm_key_text({4, 7168, 7168, 128, 2}), "wgmma 128x128 promote-k 128 N=7168 K=7168 split-K 2");
+  EXPECT_NE(gemm_binary_key({4, 7168, 7168, 128, 2}, 90), gemm_binary_key({4, 7168, 7168, 128, 4}, 90));
   for (const GemmKey bad : {GemmKey{3, 128, 128}, GemmKey{4, int64_t(1) << 24, 128}, GemmKey{4, 128, 8},
-                            GemmKey{4, 128, 136 + 4}, GemmKey{4, -1, 128}, GemmKey{4, 128, 128, 192}}) {
+                            GemmKey{4, 128, 136 + 4}, GemmKey{4, -1, 128}, GemmKey{4, 128, 128, 192},
+                            GemmKey{4, 128, 128, 256, 2}, GemmKey{4, 128, 128, 128, 3}, GemmKey{4, 128, 128, 128, 8}}) {
     EXPECT_FALSE(gemm_key_valid(bad)) << gemm_key_text(bad);
     try {
       compile_gemm(bad, 90);
@@ -217,9 +224,11 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = std::string(tmpl) + "/cache";
   ASSERT_EQ(setenv("MXQ_CACHE_DIR", dir.c_str(), 1), 0);  // before this process's first use of the cache
-  // without block_m both tile heights (the call's M chooses); with it, that one
-  const JitWarmupResult w = jit_warmup({"gemm:N=256,K=512,promote_k=128", "gemm:N=256,K=1024,block_m=256"}, 90, 1);
-  EXPECT_EQ(w.configs, 3);
+  // without block_m both tile heights (the call's M chooses); with it, that one; at 128 rows also
+  // the split-K kernels some M gets (N = 256, K = 1024: 8 K blocks, split 2 for few tiles)
+  const JitWarmupResult w = jit_warmup(
+      {"gemm:N=256,K=512,promote_k=128", "gemm:N=256,K=1024,block_m=256", "gemm:N=256,K=1024,block_m=128"}, 90, 1);
+  EXPECT_EQ(w.configs, 5);
   EXPECT_TRUE(w.failures.empty()) << w.failures.front();
   const JitCacheInfo info = jit_cache_info();
   EXPECT_EQ(info.dir.rfind(dir, 0), 0u) << info.dir;
@@ -227,7 +236,9 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
   for (const auto& e : info.entries) configs.insert(e.config);
   EXPECT_EQ(configs, (std::set<std::string>{"wgmma 128x128 promote-k 128 N=256 K=512 sm_90",
                                             "wgmma 256x128 promote-k 128 N=256 K=512 sm_90",
-                                            "wgmma 256x128 promote-k 32 N=256 K=1024 sm_90"}));
+                                            "wgmma 256x128 promote-k 32 N=256 K=1024 sm_90",
+                                            "wgmma 128x128 promote-k 32 N=256 K=1024 sm_90",
+                                            "wgmma 128x128 promote-k 32 N=256 K=1024 split-K 2 sm_90"}));
   for (const char* bad : {"gemm:N=256", "gemm:N=256,K=520", "gemm:N=1,K=16,promote_k=48", "gemm:X=3,N=1,K=16",
                           "gemm:N=-4,K=16", "gemm:N=1,K=16,", "gemm:", "gemm:N=,K=16", "gemm:N=+16,K=16",
                           "gemm:N=16,K=16,N=32", "gemm:N=0,K=16", "gemm:N=16,K=1234567890123",

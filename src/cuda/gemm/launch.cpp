@@ -153,8 +153,9 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
 #endif
 
 // What last_dispatch().kernel says of the TMA + wgmma kernel (the JIT's adds its specialisation).
-std::string wgmma_kernel_text(int block_m, int promote_k) {
-  return "wgmma " + std::to_string(block_m) + "x128 TMA warp-specialized, promote-k " + std::to_string(promote_k);
+std::string wgmma_kernel_text(int block_m, int promote_k, int split) {
+  return "wgmma " + std::to_string(block_m) + "x128 TMA warp-specialized, promote-k " + std::to_string(promote_k) +
+         (split > 1 ? ", split-K over a cluster of " + std::to_string(split) : "");
 }
 
 }  // namespace
@@ -215,6 +216,13 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   const bool wgmma = path == GemmPath::tma_wgmma;
   // the wgmma kernel's tile rows: the option, else the plan's rule (gemm_config::wgmma_block_m)
   const int block_m = opt.block_m ? opt.block_m : gemm_config::wgmma_block_m(p.m, p.n, ad.sms);
+  // split-K clusters for shapes of few 128-row tiles (gemm_config::wgmma_split_k)
+  int split = 1;
+  if (wgmma && block_m == 128) {
+    cuda::decode_resident_clusters(dev, ad.resident_clusters);
+    const gemm_config::ResidentClusters resident = gemm_config::wgmma_resident(gemm_config::decode_resident(ad, 2));
+    split = gemm_config::wgmma_split_k(p.m, p.n, p.k, block_m, resident);
+  }
   const bool decode = path == GemmPath::swap_ab && cuda::gemm_decode_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
@@ -237,7 +245,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (tile rows, promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, block_m, p.n, p.k);
+    const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, block_m, p.n, p.k, split);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
@@ -248,20 +256,20 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     if (why.empty()) {
       CUtensorMap maps[4];
       unsigned grid = 0;
-      if (!cuda::gemm_wgmma_setup(p, ad.sms, block_m, maps, grid))
+      if (!cuda::gemm_wgmma_setup(p, ad.sms, block_m, split, maps, grid))
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
       jit::launch_gemm(key, dev, grid, maps, p, stream);  // compiles or loads first: a failure enqueues none
       record_dispatch("gemm", Backend::cuda_jit,
-                      wgmma_kernel_text(block_m, opt.promote_k) + ", specialised N=" + std::to_string(p.n) +
+                      wgmma_kernel_text(block_m, opt.promote_k, split) + ", specialised N=" + std::to_string(p.n) +
                           " K=" + std::to_string(p.k));
       return;
     }
     fallback("gemm", "cuda-jit", own, why);
   }
   if (wgmma) {
-    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, block_m, stream),
+    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, block_m, split, stream),
                      "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, opt.promote_k));
+    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, opt.promote_k, split));
     return;
   }
   if (decode) {

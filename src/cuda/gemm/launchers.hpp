@@ -20,13 +20,16 @@ cudaError_t launch_gemm_decode(const GemmParams& p, int device, const ArchDesc& 
 void decode_resident_clusters(int device, int64_t (&out)[2][4]);
 cudaError_t launch_gemm_decode_mma(const GemmParams& p, int device, int sms, cudaStream_t stream);
 bool gemm_wgmma_takes(const GemmParams& p);
-// group: 32-wide K steps per promotion (1, 2, 4); block_m: the tile's rows (128 or 256)
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, cudaStream_t stream);
+// group: 32-wide K steps per promotion (1, 2, 4); block_m: the tile's rows (128 or 256); split: the
+// CTAs of a cluster that split each tile's K (1, or 2 and 4 at 128 rows: gemm_config::wgmma_split_k)
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, int split,
+                              cudaStream_t stream);
 // What a launch of gemm_wgmma_kernel (any instance: AOT or JIT) with block_m-row tiles for p
-// takes: its TMA maps of A, B, A's scales and D (p.d_tma says whether D's is used: D and its rows
-// 16-byte aligned), and its persistent grid (min(tiles, sms)); false if a map of A, B or the
-// scales cannot be made. The block is gemm_config::kWgmmaThreads threads with
+// and `split` takes: its TMA maps of A, B, A's scales and D (p.d_tma says whether D's is used: D and
+// its rows 16-byte aligned), and its grid (persistent, min(tiles, sms); split-K: tiles x split, in
+// clusters of split); false if a map of A, B or the scales cannot be made or the tile rows and split
+// are not a kernel's. The block is gemm_config::kWgmmaThreads threads with
 // gemm_config::wgmma_smem_bytes(block_m) of dynamic shared memory.
-bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[4], unsigned& grid);
+bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, int split, CUtensorMap (&maps)[4], unsigned& grid);
 
 }  // namespace mxq::cuda

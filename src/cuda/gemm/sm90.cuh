@@ -194,4 +194,16 @@ __device__ __forceinline__ float ld_cluster_f32(const void* p, uint32_t rank) {
   return v;
 }
 
+// The 16 bytes at the same (16-byte aligned) shared-memory address in CTA `rank` of the cluster.
+__device__ __forceinline__ float4 ld_cluster_f32x4(const void* p, uint32_t rank) {
+  uint32_t remote;
+  float4 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
 }  // namespace mxq::cuda::sm90

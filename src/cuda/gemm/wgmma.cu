@@ -27,32 +27,47 @@ namespace {
 
 using namespace wgmma_detail;
 
-template <int kBM, int kGroup>
+template <int kBM, int kGroup, int kSplit>
 cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream) {
+  constexpr auto kernel = gemm_wgmma_kernel<kBM, kGroup, 0, 0, kSplit>;
   constexpr int smem = int(WgmmaTile<kBM>::kSmemBytes);
-  if (const cudaError_t e = allow_dynamic_smem<gemm_wgmma_kernel<kBM, kGroup>>(device, smem); e != cudaSuccess)
-    return e;
+  if (const cudaError_t e = allow_dynamic_smem<kernel>(device, smem); e != cudaSuccess) return e;
   CUtensorMap maps[4];
   unsigned grid = 0;
   GemmParams q = p;
-  if (!gemm_wgmma_setup(q, sms, kBM, maps, grid)) return cudaErrorInvalidValue;
-  gemm_wgmma_kernel<kBM, kGroup><<<grid, kThreads, smem, stream>>>(maps[0], maps[1], maps[2], maps[3], q);
-  return cudaGetLastError();
+  if (!gemm_wgmma_setup(q, sms, kBM, kSplit, maps, grid)) return cudaErrorInvalidValue;
+  if constexpr (kSplit == 1) {
+    kernel<<<grid, kThreads, smem, stream>>>(maps[0], maps[1], maps[2], maps[3], q);
+    return cudaGetLastError();
+  } else {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1] = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = size_t(smem);
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim = {unsigned(kSplit), 1, 1};
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, maps[0], maps[1], maps[2], maps[3], q);
+  }
 }
 
-template <int kBM>
+template <int kBM, int kSplit>
 cudaError_t launch_group(const GemmParams& p, int device, int sms, int group, cudaStream_t stream) {
   switch (group) {
-    case 1: return launch<kBM, 1>(p, device, sms, stream);
-    case 2: return launch<kBM, 2>(p, device, sms, stream);
-    default: return launch<kBM, 4>(p, device, sms, stream);
+    case 1: return launch<kBM, 1, kSplit>(p, device, sms, stream);
+    case 2: return launch<kBM, 2, kSplit>(p, device, sms, stream);
+    default: return launch<kBM, 4, kSplit>(p, device, sms, stream);
   }
 }
 
 }  // namespace
 
-bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[4], unsigned& grid) {
-  if (block_m != 128 && block_m != 256) return false;
+bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, int split, CUtensorMap (&maps)[4], unsigned& grid) {
+  if ((block_m != 128 && block_m != 256) || (split != 1 && (block_m != 128 || (split != 2 && split != 4))))
+    return false;
   const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
   if (!make_map(maps[0], p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, block_m,
                 CU_TENSOR_MAP_SWIZZLE_128B) ||
@@ -69,7 +84,8 @@ bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, CUtensorMap (&maps)[4
                      p.m, p.n, p.d_stride, kOutData / esz, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   if (!p.d_tma) maps[3] = maps[0];  // not read by the kernel; a valid map all the same
   const int64_t tiles = wgmma_tiles(p.m, p.n, block_m);
-  grid = unsigned(tiles < sms ? tiles : sms);
+  // persistent; split-K: one tile per cluster of `split` CTAs (the kernel's cluster barriers pair up so)
+  grid = unsigned(split > 1 ? tiles * split : tiles < sms ? tiles : sms);
   return true;
 }
 
@@ -83,9 +99,14 @@ bool gemm_wgmma_takes(const GemmParams& p) {
          aligned16(p.a.codes) && aligned16(p.b.codes) && aligned16(p.a.scales) && encode_fn() != nullptr;
 }
 
-cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, cudaStream_t stream) {
-  return block_m == 256 ? launch_group<256>(p, device, sms, group, stream)
-                        : launch_group<128>(p, device, sms, group, stream);
+cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, int split,
+                              cudaStream_t stream) {
+  if (block_m == 256) return launch_group<256, 1>(p, device, sms, group, stream);
+  switch (split) {
+    case 2: return launch_group<128, 2>(p, device, sms, group, stream);
+    case 4: return launch_group<128, 4>(p, device, sms, group, stream);
+    default: return launch_group<128, 1>(p, device, sms, group, stream);
+  }
 }
 
 }  // namespace mxq::cuda

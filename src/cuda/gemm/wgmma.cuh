@@ -16,7 +16,14 @@ using namespace sm90;
 using namespace gemm_config;
 constexpr int kBN = kWgmmaBN, kBK = kWgmmaBK, kConsumers = kWgmmaConsumers, kThreads = kWgmmaThreads;
 constexpr uint32_t kOutData = kWgmmaOutData, kOutRow = kWgmmaOutRow, kOutBytes = kWgmmaOutBytes;
-constexpr uint32_t kProducerRegs = 40, kConsumerRegs = 232;
+// setmaxnreg's split of the 168 x 384 registers the launch gives a CTA: 40 for the producer's
+// warpgroup and 232 for each consumer's; split-K's producer (its K range, the cluster barriers)
+// spilled within 40, so it takes 56 and the consumers 224.
+template <int kSplit>
+struct Regs {
+  static constexpr uint32_t kProducer = kSplit == 1 ? 40 : 56, kConsumer = kSplit == 1 ? 232 : 224;
+  static_assert(128 * kProducer + 256 * kConsumer <= 168 * 384, "within the CTA's registers");
+};
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
 // blocks (1024-byte aligned for the TMA store's swizzle), A's scales (TMA: 16-byte aligned), the
 // mbarriers (8), B's scales (WgmmaTile asserts its tiles' alignment).
@@ -117,6 +124,55 @@ __device__ __forceinline__ void static_for(F&& f) {
   }
 }
 
+// Split-K (kSplit > 1): the epilogue's passes of the tile, consumer c's pass `pass` being number
+// c * kPasses + pass, are dealt to the cluster's ranks in turn; a rank sums and writes its own.
+template <int kSplit, int kPasses>
+__device__ __forceinline__ bool owns_pass(int c, int pass, uint32_t rank) {
+  return kSplit == 1 || uint32_t(c * kPasses + pass) % kSplit == rank;
+}
+// The partial tiles of a split-K cluster: each rank leaves consumer c's 64 accumulators of thread
+// tid in its drained ring as 16 float4s, granule g at red[(c * 16 + g) * 128 + tid] (a warp's
+// stores and reads are 512 contiguous bytes); then every rank, for the passes it owns, replaces
+// its accumulators by the sum over the ranks, taken in rank order (the same sum whichever rank
+// computes it: deterministic).
+__device__ __forceinline__ void split_store(float4* red, const float (&acc)[64], int c, int tid) {
+#pragma unroll
+  for (int g = 0; g < 16; ++g)
+    red[(c * 16 + g) * 128 + tid] = float4{acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]};
+}
+template <typename T, int kSplit>
+__device__ __forceinline__ void split_sum(const float4* red, float (&acc)[64], int c, int tid, uint32_t rank) {
+  constexpr int kCols = kOutData / sizeof(T), kPasses = 128 / kCols, kGranules = kCols / 8;  // float4s per pass
+  constexpr int kChunk = 2;  // granules whose loads are all issued before their first add
+  static_for<kPasses>([&](auto pass_c) {
+    constexpr int pass = decltype(pass_c)::value;
+    if (!owns_pass<kSplit, kPasses>(c, pass, rank)) return;
+#pragma unroll
+    for (int g0 = 0; g0 < kGranules; g0 += kChunk) {
+      float4 v[kChunk][kSplit];
+      const float4* at = red + (c * 16 + pass * kGranules + g0) * 128 + tid;
+#pragma unroll
+      for (int g = 0; g < kChunk; ++g)
+#pragma unroll
+        for (int r = 0; r < kSplit; ++r) v[g][r] = ld_cluster_f32x4(at + g * 128, r);
+#pragma unroll
+      for (int g = 0; g < kChunk; ++g) {
+        float4 sum = v[g][0];
+#pragma unroll
+        for (int r = 1; r < kSplit; ++r) {
+          const float4 x = v[g][r];
+          sum = float4{sum.x + x.x, sum.y + x.y, sum.z + x.z, sum.w + x.w};
+        }
+        float* a = &acc[4 * (pass * kGranules + g0 + g)];
+        a[0] = sum.x;
+        a[1] = sum.y;
+        a[2] = sum.z;
+        a[3] = sum.w;
+      }
+    }
+  });
+}
+
 // D for one consumer's 64 x 128 results: the thread's fragment (rows r and r + 8 of the warp's
 // 16, columns 8 j + 2 (lane % 4) + {0, 1}) goes to shared memory, 128 bytes of each row a pass.
 // With p.d_tma one thread then stores the 64 x 128-byte box through D's tensor map (rows in
@@ -127,15 +183,19 @@ __device__ __forceinline__ void static_for(F&& f) {
 // tile's MMAs. Otherwise (D or its rows not 16-byte aligned: element stores; or a D that the
 // tensor map could not describe: 16-byte stores, element stores at the edges) the warpgroup
 // writes whole rows itself from the first block.
-template <typename T, int kBufs>
+template <typename T, int kBufs, int kSplit = 1>
 __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap* map_d, const float (&acc)[64],
-                                         uint8_t* out, uint32_t& q, int c, int tid, int64_t row0, int64_t col0) {
+                                         uint8_t* out, uint32_t& q, int c, int tid, int64_t row0, int64_t col0,
+                                         uint32_t rank = 0) {
   constexpr int kCols = kOutData / sizeof(T), kPasses = 128 / kCols;  // columns per pass
   const int warp = tid / 32, lane = tid % 32, fr = warp * 16 + lane / 4, fc = 2 * (lane % 4);
   const bool plain = !p.c && !p.bias;
   if (p.d_tma) {
     static_for<kPasses>([&](auto pass_c) {
       constexpr int pass = decltype(pass_c)::value;
+      if constexpr (kSplit > 1) {
+        if (!owns_pass<kSplit, kPasses>(c, pass, rank)) return;
+      }
       uint8_t* block = out + (q++ % kBufs) * kOutBytes;
       if (tid == 0) bulk_wait_read<kBufs - 1>();  // the store that last used this block has read it
       sync_consumer(c);
@@ -152,6 +212,9 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
   const bool vec = (reinterpret_cast<unsigned long long>(p.d) % 16 == 0) && (p.d_stride * int64_t(sizeof(T))) % 16 == 0;
   static_for<kPasses>([&](auto pass_c) {
     constexpr int pass = decltype(pass_c)::value;
+    if constexpr (kSplit > 1) {
+      if (!owns_pass<kSplit, kPasses>(c, pass, rank)) return;
+    }
     sync_consumer(c);  // the previous pass (or tile) has been read out
     stage_pass_any<T, false, pass>(p, acc, out, fr, fc, plain, row0, col0);
     sync_consumer(c);
@@ -178,8 +241,10 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
 // by the tensor cores before each fp32 promotion. kN, kK: 0 (the ahead-of-time build: N and K
 // from p), or the N and K this instance is specialised on (the JIT: src/runtime/jit; launched
 // only for calls with p.n == kN and p.k == kK), so that the tile walk and the K loop count with
-// constants.
-template <int kBM, int kGroup, int64_t kN = 0, int64_t kK = 0>
+// constants. kSplit > 1 (gemm_config::wgmma_split_k, 128-row tiles): launched in clusters of
+// kSplit CTAs, one tile per cluster (the grid is tiles x kSplit), rank r taking the r-th share of
+// the K blocks; the partial tiles meet over distributed shared memory (split_store, split_sum).
+template <int kBM, int kGroup, int64_t kN = 0, int64_t kK = 0, int kSplit = 1>
 __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       const __grid_constant__ CUtensorMap map_sa, const __grid_constant__ CUtensorMap map_d,
@@ -191,6 +256,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   constexpr uint32_t kTileA = Tile::kTileA, kTileB = Tile::kTileB;
   static_assert(kGroup == 1 || kGroup == 2 || kGroup == 4, "a 128-wide K block is 4 steps of 32");
   static_assert(kN >= 0 && kK >= 0 && kK % 16 == 0, "a specialisation names a valid N and K");
+  static_assert(kSplit == 1 || ((kSplit == 2 || kSplit == 4) && kBM == 128), "split-K: 2 or 4 CTAs, 128-row tiles");
   const int64_t n = kN ? kN : p.n, k = kK ? kK : p.k;
   extern __shared__ uint8_t smem_raw[];
   // Swizzled TMA tiles need 1024-byte alignment.
@@ -206,6 +272,15 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   const uint32_t m_blocks = uint32_t(ceil_div(p.m, kBM)), n_blocks = uint32_t(ceil_div(n, kBN));
   const int64_t k_blocks = ceil_div(k, kBK);
   const uint32_t tiles = m_blocks * n_blocks;  // below 2^31 (gemm_wgmma_takes)
+  // split-K: this CTA's rank in its cluster and its share [k_range(rank), k_range(rank + 1)) of the
+  // K blocks (fewer than 2^24: K < 2^31), computed where used (the producer keeps to 40 registers)
+  uint32_t rank = 0;
+  if constexpr (kSplit > 1) rank = cluster_rank();
+  auto k_range = [&](uint32_t r) -> int64_t {
+    return kSplit == 1 ? (r == 0 ? 0 : k_blocks) : int64_t(r * uint32_t(k_blocks) / kSplit);
+  };
+  // every cluster takes exactly one tile (gemm_wgmma_setup's grid): the cluster barriers below pair up
+  if (kSplit > 1 && gridDim.x != tiles * kSplit) __trap();
   // The warpgroup index through a shuffle, so that the compiler knows it is warp-uniform and keeps
   // what derives from it (the consumer's descriptors) in uniform registers.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
@@ -219,17 +294,16 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   __syncthreads();
 
   if (wg == 0) {  // producer
-    regs_release<kProducerRegs>();
-    if (threadIdx.x != 0) return;
-    tma_prefetch_map(&map_a);
-    tma_prefetch_map(&map_b);
-    tma_prefetch_map(&map_sa);
-    if (p.d_tma) tma_prefetch_map(&map_d);
-    uint32_t s = 0, phase = 0;
-    for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      uint32_t mb, nb;
-      wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
-      for (int64_t kb = 0; kb < k_blocks; ++kb) {
+    regs_release<Regs<kSplit>::kProducer>();
+    if (kSplit == 1 && threadIdx.x != 0) return;
+    if (threadIdx.x == 0) {
+      tma_prefetch_map(&map_a);
+      tma_prefetch_map(&map_b);
+      tma_prefetch_map(&map_sa);
+      if (p.d_tma) tma_prefetch_map(&map_d);
+      uint32_t s = 0, phase = 0;
+      // K block kb of tile (mb, nb) into the next stage
+      auto produce = [&](uint32_t mb, uint32_t nb, int64_t kb) {
         const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
         mbar_wait(&empty[s], phase ^ 1);
         scales_b[s] = sb;  // published by the arrive below (release), read after the consumers' wait
@@ -238,13 +312,27 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
         tma_load_2d(tiles_b + s * kTileB, &map_b, &full[s], int32_t(kb * kBK), int32_t(nb * kBN));
         tma_load_2d(scales_a + s * kBM, &map_sa, &full[s], int32_t(mb * kBM), int32_t(kb));
         if (++s == kStages) s = 0, phase ^= 1;
+      };
+      for (uint32_t t = blockIdx.x / kSplit; t < tiles; t += gridDim.x / kSplit) {
+        uint32_t mb, nb;
+        wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
+        if constexpr (kSplit == 1) {
+          for (int64_t kb = 0; kb < k_blocks; ++kb) produce(mb, nb, kb);
+        } else {  // rolled: unrolled, the producer spilled within its registers
+#pragma unroll 1
+          for (int64_t kb = k_range(rank), kb_end = k_range(rank + 1); kb < kb_end; ++kb) produce(mb, nb, kb);
+        }
       }
+    }
+    if constexpr (kSplit > 1) {  // the consumers' two cluster barriers (every thread of the cluster takes them)
+      cluster_sync();
+      cluster_sync();
     }
     return;
   }
 
   // consumers: kBlocks blocks of 64 rows each, block h at rows 64 h of the consumer's share
-  regs_claim<kConsumerRegs>();
+  regs_claim<Regs<kSplit>::kConsumer>();
   const int c = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int row_in_tile = c * 64 * kBlocks + warp * 16 + lane / 4;  // and + 8 (block h: + 64 h)
   // Stage 0's descriptors of this consumer's first 64 rows of A and of B, in 16-byte units: stage
@@ -277,14 +365,14 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     if (lane == 0) mbar_arrive(&empty[s]);
   };
   constexpr int kRuns = 4 / kGroup;  // runs of a 128-wide K block
-  for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (uint32_t t = blockIdx.x / kSplit; t < tiles; t += gridDim.x / kSplit) {
     uint32_t mb, nb;
     wgmma_tile_at(t, m_blocks, n_blocks, mb, nb);
 #pragma unroll
     for (int h = 0; h < kBlocks; ++h)
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[h][i] = 0.0f;
-    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+    for (int64_t kb = k_range(rank), kb_end = k_range(rank + 1); kb < kb_end; ++kb) {
       mbar_wait(&full[s], phase);
       if constexpr (kBlocks == 1) {
         // The block's runs alternate between two sets of run accumulators: run g is issued, then
@@ -328,14 +416,23 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       }
       if (++s == kStages) s = 0, phase ^= 1;
     }
+    if constexpr (kSplit > 1) {  // one tile per cluster: the ring is drained once both consumers' MMAs are done
+      asm volatile("bar.sync 3, 256;" ::: "memory");
+      float4* red = reinterpret_cast<float4*>(smem);
+      split_store(red, acc[0], c, tid);
+      cluster_sync();  // every rank's partial tile is written
+      if (p.d_bf16) split_sum<uint16_t, kSplit>(red, acc[0], c, tid, rank);
+      else split_sum<float, kSplit>(red, acc[0], c, tid, rank);
+    }
     uint8_t* out = outs + c * Tile::kOutBuffers * kOutBytes;
 #pragma unroll
     for (int h = 0; h < kBlocks; ++h) {
       const int64_t row0 = int64_t(mb) * kBM + (c * kBlocks + h) * 64, col0 = int64_t(nb) * kBN;
-      if (p.d_bf16) epilogue<uint16_t, Tile::kOutBuffers>(p, &map_d, acc[h], out, q, c, tid, row0, col0);
-      else epilogue<float, Tile::kOutBuffers>(p, &map_d, acc[h], out, q, c, tid, row0, col0);
+      if (p.d_bf16) epilogue<uint16_t, Tile::kOutBuffers, kSplit>(p, &map_d, acc[h], out, q, c, tid, row0, col0, rank);
+      else epilogue<float, Tile::kOutBuffers, kSplit>(p, &map_d, acc[h], out, q, c, tid, row0, col0, rank);
     }
   }
+  if constexpr (kSplit > 1) cluster_sync();  // no CTA leaves while another reads its shared memory
   if (p.d_tma && tid == 0) bulk_wait<0>();  // the last stores complete before the CTA exits
 }
 

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <thread>
 
-#include "cuda/check.hpp"
 #include "core/validate.hpp"
+#include "cuda/check.hpp"
+#include "cuda/gemm/config.h"
 #include "cuda/quantize/fast_select.hpp"
 #include "mxq/api.hpp"
+#include "mxq/gemm_plan.hpp"
 #include "runtime/jit/kernels.hpp"
 
 namespace mxq {
@@ -89,6 +91,12 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
     if (bm != 0 && bm != rows) continue;
     keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k));
     if (const std::string why = runtime::jit::gemm_key_problem(keys.back()); !why.empty()) fail_arg(arg + ": " + why);
+    // and the split-K kernels the plan gives some M (the fewest tiles, M = 1, split most) on an H200
+    const gemm_config::ResidentClusters h200 =
+        gemm_config::wgmma_resident(gemm_config::decode_resident(ArchDesc::h200(), 2));
+    const int most = gemm_config::wgmma_split_k(1, n, k, rows, h200);
+    for (int split = 2; split <= most; split *= 2)
+      keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k, split));
   }
   return keys;
 }

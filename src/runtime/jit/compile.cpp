@@ -161,23 +161,24 @@ Compiled compile(const cuda::FastKey& k, int arch) {
 
 std::string gemm_key_problem(const GemmKey& k) {
   if ((k.block_m == 128 || k.block_m == 256) && (k.group == 1 || k.group == 2 || k.group == 4) && k.n >= 0 &&
-      k.n < kGemmKeyMaxNK && (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK)))
+      k.n < kGemmKeyMaxNK && (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK)) &&
+      (k.split == 1 || (k.block_m == 128 && (k.split == 2 || k.split == 4))))
     return "";
   return "GEMM key block_m=" + std::to_string(k.block_m) + " group=" + std::to_string(k.group) +
-         " N=" + std::to_string(k.n) + " K=" + std::to_string(k.k) +
-         "; the JIT specialises block_m 128 or 256, group 1, 2 or 4 (promote-k 32, 64, 128), 0 <= N < 2^24 and "
-         "K = 0 or 16 <= K < 2^24 with K % 16 == 0";
+         " N=" + std::to_string(k.n) + " K=" + std::to_string(k.k) + " split=" + std::to_string(k.split) +
+         "; the JIT specialises block_m 128 or 256, group 1, 2 or 4 (promote-k 32, 64, 128), 0 <= N < 2^24, "
+         "K = 0 or 16 <= K < 2^24 with K % 16 == 0, and split 1 (or 2 or 4 with block_m 128)";
 }
 
 std::string gemm_key_text(const GemmKey& k) {
   auto dim = [](int64_t v) { return v ? std::to_string(v) : std::string("any"); };
   return "wgmma " + std::to_string(k.block_m) + "x128 promote-k " + std::to_string(32 * k.group) + " N=" + dim(k.n) +
-         " K=" + dim(k.k);
+         " K=" + dim(k.k) + (k.split > 1 ? " split-K " + std::to_string(k.split) : "");
 }
 
 std::string gemm_kernel_name(const GemmKey& k) {
   return "mxq::cuda::gemm_wgmma_kernel<" + std::to_string(k.block_m) + ", " + std::to_string(k.group) + ", " +
-         std::to_string(k.n) + ", " + std::to_string(k.k) + ">";
+         std::to_string(k.n) + ", " + std::to_string(k.k) + (k.split > 1 ? ", " + std::to_string(k.split) : "") + ">";
 }
 
 std::string gemm_kernel_source(const GemmKey& k) {
@@ -197,16 +198,18 @@ Compiled compile_gemm(const GemmKey& k, int arch) {
 Key128 gemm_binary_key(const GemmKey& k, int arch) { return source_key(gemm_kernel_source(k), arch); }
 
 uint64_t pack_gemm_key(const GemmKey& k, int arch, int device) {
-  // the variant: group index (0, 1, 2) + 3 for 256-row tiles
-  constexpr int kVariantBits = 3, kDimBits = 24, kArchBits = 7, kDeviceBits = 6;
-  static_assert(kGemmKeyMaxNK == int64_t(1) << kDimBits, "N and K take kDimBits each");
-  static_assert(kVariantBits + 2 * kDimBits + kArchBits + kDeviceBits == 64, "the GEMM key fills 64 bits");
+  // the variant: group index (0, 1, 2) + 3 x the tile (0: 128 rows, 1: 256 rows, 2: 128 rows split-K 2,
+  // 3: split-K 4); K is a multiple of 16, so K / 16 takes 4 bits fewer than N
+  constexpr int kVariantBits = 4, kDimBits = 24, kKBits = kDimBits - 4, kArchBits = 7, kDeviceBits = 6;
+  static_assert(kGemmKeyMaxNK == int64_t(1) << kDimBits, "N and K / 16 take kDimBits and kKBits");
+  static_assert(kVariantBits + kDimBits + kKBits + kArchBits + kDeviceBits <= 64, "the GEMM key fits 64 bits");
   if (!gemm_key_valid(k) || arch < 0 || arch >= (1 << kArchBits) || device < 0 || device >= (1 << kDeviceBits))
     fail(ErrorCode::internal, "jit: GEMM key " + gemm_key_text(k) + " on device " + std::to_string(device) +
                                   " (sm_" + std::to_string(arch) + ") does not pack into 64 bits");
-  const uint64_t variant = (k.group == 1 ? 0 : (k.group == 2 ? 1 : 2)) + (k.block_m == 256 ? 3 : 0);
-  return variant | (uint64_t(k.n) << kVariantBits) | (uint64_t(k.k) << (kVariantBits + kDimBits)) |
-         (uint64_t(arch) << (kVariantBits + 2 * kDimBits)) | (uint64_t(device) << (64 - kDeviceBits));
+  const int tile = k.block_m == 256 ? 1 : k.split == 2 ? 2 : k.split == 4 ? 3 : 0;
+  const uint64_t variant = (k.group == 1 ? 0 : (k.group == 2 ? 1 : 2)) + 3 * tile;
+  return variant | (uint64_t(k.n) << kVariantBits) | (uint64_t(k.k / 16) << (kVariantBits + kDimBits)) |
+         (uint64_t(arch) << (kVariantBits + kDimBits + kKBits)) | (uint64_t(device) << (64 - kDeviceBits));
 }
 
 Key128 binary_key(const cuda::FastKey& k, int arch) { return source_key(kernel_source(k), arch); }

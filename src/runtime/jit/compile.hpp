@@ -34,23 +34,26 @@ Compiled compile(const cuda::FastKey& k, int arch);
 // A specialisation of the TMA + wgmma GEMM kernel (src/cuda/gemm/wgmma.cuh), compiled from the
 // header the ahead-of-time build uses: its tile rows (128 or 256, gemm_config::wgmma_block_m),
 // its promotion group (32-wide K steps per fp32 promotion: 1, 2 or 4, i.e. promote-k 32, 64 or
-// 128) and the N and K it is specialised on (0: taken at run time, as the AOT kernel does). M is
-// always a run-time value. The tile's stages follow from its rows; the recipe is the kernel's one
-// (1D2D: A 1 x 128 fp32 mn_major_tma, B 128 x 128 fp32).
+// 128) and the N and K it is specialised on (0: taken at run time, as the AOT kernel does), and
+// its split-K cluster (1, or 2 and 4 CTAs at 128 rows: gemm_config::wgmma_split_k). M is always a
+// run-time value. The tile's stages follow from its rows; the recipe is the kernel's one (1D2D: A
+// 1 x 128 fp32 mn_major_tma, B 128 x 128 fp32).
 struct GemmKey {
   int group = 4;
   int64_t n = 0, k = 0;
   int block_m = 128;
+  int split = 1;
   bool operator==(const GemmKey&) const = default;
 };
-// The key of a call with GemmOptions::promote_k (32, 64 or 128) and block_m-row tiles
-// specialised on n and k.
-inline GemmKey gemm_key_for(int promote_k, int block_m, int64_t n, int64_t k) {
-  return {promote_k / 32, n, k, block_m};
+// The key of a call with GemmOptions::promote_k (32, 64 or 128), block_m-row tiles and split-K
+// over `split` CTAs, specialised on n and k.
+inline GemmKey gemm_key_for(int promote_k, int block_m, int64_t n, int64_t k, int split = 1) {
+  return {promote_k / 32, n, k, block_m, split};
 }
 constexpr int64_t kGemmKeyMaxNK = int64_t(1) << 24;  // N and K are specialised below this
 // "" for a key the kernel can be specialised on (block_m 128 or 256; group 1, 2 or 4; N in
-// [0, 2^24); K 0 or in [16, 2^24) with K % 16 == 0), else what is wrong with it, naming the values.
+// [0, 2^24); K 0 or in [16, 2^24) with K % 16 == 0; split 1, or 2 or 4 at block_m 128), else what
+// is wrong with it, naming the values.
 std::string gemm_key_problem(const GemmKey& k);
 inline bool gemm_key_valid(const GemmKey& k) { return gemm_key_problem(k).empty(); }
 std::string gemm_key_text(const GemmKey& k);  // "wgmma 256x128 promote-k 128 N=7168 K=7168"
@@ -60,7 +63,7 @@ std::string gemm_kernel_source(const GemmKey& k);
 // NVRTC log, version and configuration where NVRTC fails.
 Compiled compile_gemm(const GemmKey& k, int arch);
 Key128 gemm_binary_key(const GemmKey& k, int arch);
-// The GEMM kernels' memory-cache key (their own cache): tile rows, group, N, K, arch and device
+// The GEMM kernels' memory-cache key (their own cache): tile rows and split, group, N, K, arch and device
 // packed, with the widths checked at compile time; device < 64 and arch < 128.
 uint64_t pack_gemm_key(const GemmKey& k, int arch, int device);
 
