@@ -114,16 +114,15 @@ MXQ_HD float decode_e8m0(uint8_t code) {
   return exp2i(int(code) - 127);
 }
 
-// fp32 -> e8m0 the way ml_dtypes converts (round half up on the significand of normal inputs;
-// zero, negative, NaN and overflow give NaN; subnormals above 2^-127 give code 1, the others 0). Recipes never call this:
+// fp32 -> e8m0 the way ml_dtypes (0.7) converts: round half up on the significand, subnormal
+// inputs included (code 1, 2^-126, from 1.5 x 2^-127 = 0x600000 up; ml_dtypes 0.5-0.6 gave it to
+// everything above 2^-127); zero, negative, NaN and overflow give NaN. Recipes never call this:
 // they compute their scale codes directly (recipes.h).
 MXQ_HD uint8_t encode_e8m0(float x) {
   const uint32_t bits = float_bits(x);
   if (is_nan(x) || (bits >> 31) || bits == 0) return kE8M0NaN;
   const uint32_t exp32 = bits >> 23;
-  if (exp32 == 0) {  // fp32 subnormal: ml_dtypes gives 2^-126 (code 1) to anything above 2^-127 (0x400000)
-    return bits > 0x400000u ? 1 : 0;
-  }
+  if (exp32 == 0) return bits >= 0x600000u ? 1 : 0;  // fp32 subnormal: 2^-127 or 2^-126
   const uint32_t code = exp32 + ((bits & 0x400000u) ? 1u : 0u);
   return code >= 255 ? kE8M0NaN : uint8_t(code);
 }
