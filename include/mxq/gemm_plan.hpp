@@ -62,8 +62,8 @@ struct GemmPlan {
   std::string why;   // why this path (the constraint that failed, or the shape rule that chose it)
   int block_m = 0, block_n = 0, block_k = 128;
   int stages = 0;
-  int cluster = 1;   // CTAs per cluster (swap-ab: the CTAs that split K)
-  int split_k = 1;   // K split across CTAs (swap-ab decode)
+  int cluster = 1;   // CTAs per cluster (swap-ab, and tma-wgmma's split-K: the CTAs that split K)
+  int split_k = 1;   // K split across CTAs (swap-ab decode; tma-wgmma for few tiles, a tile per cluster)
   int64_t tiles = 0;  // output tiles (times split_k)
   int ctas_per_sm = 1;  // CTAs of this kernel resident on an SM at once (shared memory, registers)
   int64_t waves = 0;  // ceil(tiles / slots): sms x ctas_per_sm, or resident clusters x cluster

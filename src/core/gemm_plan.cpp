@@ -87,12 +87,12 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
                : k % 128 != 0  ? std::string(", K % 128 != 0")
                                : std::string(" (the decode kernel's tiles would take 2 waves)")) +
               ": " + std::to_string(p.block_m) +
-              "x128 tiles (256 rows where waves times a tile's cost come out smaller) on a persistent grid of "
-              "min(tiles, SMs) CTAs";
+              "x128 tiles (256 rows where waves times a tile's cost come out smaller)";
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
       p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(decode_resident(arch, 2)));
-      if (p.split_k > 1)
+      if (p.split_k == 1) p.why += " on a persistent grid of min(tiles, SMs) CTAs";
+      else
         p.why += "; " + std::to_string(wgmma_tiles(m, n, p.block_m)) +
                  " tiles would leave SMs idle: a cluster of " + std::to_string(p.split_k) +
                  " CTAs splits each tile's K (one tile per cluster, partial tiles summed in distributed shared memory)";

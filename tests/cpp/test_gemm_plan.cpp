@@ -29,7 +29,7 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
         EXPECT_EQ(p.block_k, 128);
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
         EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << to_string(p);  // they fit an SM
-        // waves count the CTAs resident at once: the persistent tma-wgmma kernel's one per SM, the
+        // waves count the CTAs resident at once: the tma-wgmma kernel's one per SM, the
         // decode kernels' 2 (mma.sync; wgmma with 128-row tiles) or 3 (wgmma, 64-row tiles): one
         // wave on every issue shape
         const int64_t slots = int64_t(kH200.sms) * p.ctas_per_sm;

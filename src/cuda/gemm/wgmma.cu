@@ -1,8 +1,8 @@
 // The tensor-core GEMM for Hopper (sm_90a): D[M, N] = alpha * A . B^T (+ C) (+ bias) with A's
 // 1 x 128 scales (fp32, layout mn_major_tma) and B's 128 x 128 scales (fp32, any layout).
 //
-// Warp-specialised and persistent, after the structure DeepGEMM describes for its sm90 FP8
-// GEMM: one producer warpgroup (a single thread issues TMA copies of A, B and A's scales into
+// Warp-specialised and persistent (split-K kernels: one tile per cluster; wgmma.cuh), after the
+// structure DeepGEMM describes for its sm90 FP8 GEMM: one producer warpgroup (a single thread issues TMA copies of A, B and A's scales into
 // a ring of shared-memory stages guarded by "full" and "empty" mbarriers) and two consumer
 // warpgroups, each taking half the rows of a 128 x 128 or 256 x 128 output tile as blocks of 64
 // (wgmma m64n128k32). setmaxnreg moves registers from the producer to the consumers.
@@ -101,11 +101,13 @@ bool gemm_wgmma_takes(const GemmParams& p) {
 
 cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, int split,
                               cudaStream_t stream) {
-  if (block_m == 256) return launch_group<256, 1>(p, device, sms, group, stream);
+  if (block_m == 256 && split == 1) return launch_group<256, 1>(p, device, sms, group, stream);
+  if (block_m != 128) return cudaErrorInvalidValue;
   switch (split) {
+    case 1: return launch_group<128, 1>(p, device, sms, group, stream);
     case 2: return launch_group<128, 2>(p, device, sms, group, stream);
     case 4: return launch_group<128, 4>(p, device, sms, group, stream);
-    default: return launch_group<128, 1>(p, device, sms, group, stream);
+    default: return cudaErrorInvalidValue;  // gemm_config::wgmma_split_k gives 1, 2 or 4
   }
 }
 

@@ -273,14 +273,17 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   const int64_t k_blocks = ceil_div(k, kBK);
   const uint32_t tiles = m_blocks * n_blocks;  // below 2^31 (gemm_wgmma_takes)
   // split-K: this CTA's rank in its cluster and its share [k_range(rank), k_range(rank + 1)) of the
-  // K blocks (fewer than 2^24: K < 2^31), computed where used (the producer keeps to 40 registers)
+  // K blocks (at most 2^24: K < 2^31, so r x blocks fits 32 bits), computed where used
   uint32_t rank = 0;
   if constexpr (kSplit > 1) rank = cluster_rank();
   auto k_range = [&](uint32_t r) -> int64_t {
     return kSplit == 1 ? (r == 0 ? 0 : k_blocks) : int64_t(r * uint32_t(k_blocks) / kSplit);
   };
-  // every cluster takes exactly one tile (gemm_wgmma_setup's grid): the cluster barriers below pair up
-  if (kSplit > 1 && gridDim.x != tiles * kSplit) __trap();
+  // every cluster of kSplit CTAs takes exactly one tile (gemm_wgmma_setup's grid, launched in
+  // clusters): the cluster barriers below pair up, and the ranks' K shares cover K
+  if constexpr (kSplit > 1) {
+    if (gridDim.x != tiles * kSplit || cluster_ctas() != kSplit) __trap();
+  }
   // The warpgroup index through a shuffle, so that the compiler knows it is warp-uniform and keeps
   // what derives from it (the consumer's descriptors) in uniform registers.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
