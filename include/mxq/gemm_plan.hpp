@@ -8,7 +8,9 @@
 // - sm_90 only (the kernels are sm_90a); any other architecture plans "generic".
 // - "swap-ab" (the decode kernels) for M <= 32 with K % 128 == 0, for M <= 64 where the wgmma
 //   decode kernel's 64-row tiles fit one wave (config.h decode_one_wave; 2 waves measured slower
-//   than the tma-wgmma kernel), and for M <= 64 where the tma-wgmma kernel cannot run.
+//   than the tma-wgmma kernel), and for M <= 64 where the tma-wgmma kernel cannot run; but at
+//   promote-k 128 the tma-wgmma kernel takes M = 33..64 at K <= 2048 and M = 17..32 at K <= 512
+//   (config.h decode_cedes_short_k: measured faster there).
 //   M <= 8 with K < 16384 (decode_use_mma): mma.sync, a warp streams 16 weight rows over a share
 //   of K and block_n = 16 x the CTA's row groups (decode_mma_k_split: up to 8 warps share 16
 //   rows, fewer for short K or when one wave would not hold them all). Otherwise wgmma with the
@@ -76,8 +78,11 @@ struct GemmPlan {
 // alignment: gemm() asks the kernel); where they do not, the decode kernel keeps M <= 64.
 // plan_gemm assumes they do.
 enum class GemmPath : uint8_t { swap_ab, tma_wgmma, generic };
-GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands = true);
-GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch);
+// promote_k: GemmOptions::promote_k (the decode kernel cedes short K to the wgmma kernel at 128).
+GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands = true,
+                   int promote_k = 32);
+GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch,
+                   int promote_k = 32);
 std::string to_string(const GemmPlan& p);
 
 }  // namespace mxq

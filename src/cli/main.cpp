@@ -172,6 +172,9 @@ int main(int argc, char** argv) {
   gplan->add_option("--kind", gkind, "1d2d (B 128x128 scales) or 1d1d")->check(CLI::IsMember({"1d2d", "1d1d"}));
   gplan->add_option("--out", gout, "D dtype: bfloat16 or float32")->check(CLI::IsMember({"bfloat16", "float32"}));
   gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(CLI::PositiveNumber);
+  int gpromote = mxq::GemmOptions{}.promote_k;
+  gplan->add_option("--promote-k", gpromote, "GemmOptions::promote_k of the call: 32, 64 or 128")
+      ->check(CLI::IsMember({32, 64, 128}));
   gplan->add_flag("--json", as_json, "machine-readable output");
 
   auto* bench = app.add_subcommand("bench", "benchmarks on the GPU: bench gemm [MxNxK ...]");
@@ -204,7 +207,7 @@ int main(int argc, char** argv) {
     if (*gplan) {
       const mxq::ArchDesc arch = mxq::ArchDesc::sm90(gsms);
       const mxq::GemmPlan p = mxq::plan_gemm(gm, gn, gk, gkind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
-                                             mxq::parse_dtype(gout), arch);
+                                             mxq::parse_dtype(gout), arch, gpromote);
       if (as_json) {
         std::cout << json{{"path", p.path},     {"why", p.why},         {"block_m", p.block_m}, {"block_n", p.block_n},
                           {"block_k", p.block_k}, {"stages", p.stages}, {"cluster", p.cluster}, {"split_k", p.split_k},

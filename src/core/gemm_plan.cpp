@@ -37,15 +37,16 @@ ResidentClusters gemm_config::decode_resident(const ArchDesc& arch, int ctas_per
   return model_resident_clusters(int64_t(arch.sms) * ctas_per_sm);
 }
 
-GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands) {
+GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands,
+                   int promote_k) {
   if (arch.major != 9) return GemmPath::generic;
-  const bool decode = m <= kDecodeMaxM && k % 128 == 0,
-             wgmma = kind == GemmKind::d1d2 && k % 16 == 0 && wgmma_operands;
+  const bool wgmma = kind == GemmKind::d1d2 && k % 16 == 0 && wgmma_operands,
+             decode = m <= kDecodeMaxM && k % 128 == 0 && !(wgmma && decode_cedes_short_k(m, k, promote_k));
   if (decode && (m <= kDecodePreferMaxM || !wgmma || decode_one_wave(m, n, arch.sms))) return GemmPath::swap_ab;
   return wgmma ? GemmPath::tma_wgmma : GemmPath::generic;
 }
 
-GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch) {
+GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch, int promote_k) {
   if (m < 1 || n < 1 || k < 1)
     fail_arg("gemm plan: M, N and K must be >= 1, got " + std::to_string(m) + ", " + std::to_string(n) + ", " +
              std::to_string(k));
@@ -53,7 +54,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   if (out != DType::float32 && out != DType::bfloat16)
     fail_arg(std::string("gemm plan: D dtype ") + dtype_name(out) + " is not supported; expected float32 or bfloat16");
   GemmPlan p;
-  switch (gemm_path(m, n, k, kind, arch)) {
+  switch (gemm_path(m, n, k, kind, arch, true, promote_k)) {
     case GemmPath::swap_ab:
       p.path = "swap-ab";
       p.why = "M=" + std::to_string(m) + " <= " +
@@ -82,12 +83,13 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
     case GemmPath::tma_wgmma:
       p.path = "tma-wgmma";
       p.block_m = wgmma_block_m(m, n, arch.sms);
-      p.why = "M=" + std::to_string(m) +
-              (m > kDecodeMaxM ? " > " + std::to_string(kDecodeMaxM)
-               : k % 128 != 0  ? std::string(", K % 128 != 0")
-                               : std::string(" (the decode kernel's tiles would take 2 waves)")) +
-              ": " + std::to_string(p.block_m) +
-              "x128 tiles (256 rows where waves times a tile's cost come out smaller)";
+      p.why = "M=" + std::to_string(m);
+      if (m > kDecodeMaxM) p.why += " > " + std::to_string(kDecodeMaxM);
+      else if (k % 128 != 0) p.why += ", K % 128 != 0";
+      else if (decode_cedes_short_k(m, k, promote_k))
+        p.why += ", K=" + std::to_string(k) + " at promote-k 128 (faster here than the decode kernel)";
+      else p.why += " (the decode kernel's tiles would take 2 waves)";
+      p.why += ": " + std::to_string(p.block_m) + "x128 tiles (256 rows where waves times a tile's cost come out smaller)";
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
       p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(decode_resident(arch, 2)));

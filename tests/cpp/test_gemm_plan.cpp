@@ -109,6 +109,34 @@ TEST(GemmPlan, WgmmaSplitKFillsTheSMs) {
   EXPECT_EQ(plan_gemm(128, 128, 7168, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(1)).split_k, 1);
 }
 
+// At promote-k 128 the decode kernel cedes short K to the wgmma kernel (measured faster there,
+// session 19): M = 33..64 at K <= 2048, M = 17..32 at K <= 512; at the default promote-k 32, and at
+// long K, the decode kernel keeps them; mma.sync's M <= 8 is never moved.
+TEST(GemmPlan, ShortKAtPromoteK128TakesTheWgmmaKernel) {
+  struct Case {
+    int64_t m, n, k;
+    bool wgmma;
+  };
+  for (const Case c : {Case{64, 24576, 1536, true}, Case{64, 7168, 2048, true}, Case{48, 24576, 1536, true},
+                       Case{33, 7168, 2048, true}, Case{32, 32768, 512, true}, Case{17, 32768, 512, true},
+                       Case{64, 7168, 2176, false}, Case{64, 2112, 7168, false}, Case{32, 24576, 1536, false},
+                       Case{16, 32768, 512, false}, Case{8, 32768, 512, false}, Case{1, 2112, 512, false}}) {
+    for (const int pk : {32, 64, 128}) {
+      const bool wgmma = c.wgmma && pk == 128;
+      const GemmPlan p = plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, DType::bfloat16, kH200, pk);
+      EXPECT_EQ(p.path, wgmma ? "tma-wgmma" : "swap-ab") << c.m << "x" << c.n << "x" << c.k << " pk " << pk << ": " << p.why;
+      EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, true, pk),
+                wgmma ? GemmPath::tma_wgmma : GemmPath::swap_ab);
+      if (wgmma) {
+        EXPECT_NE(p.why.find("at promote-k 128"), std::string::npos) << p.why;
+      }
+    }
+    // operands the wgmma kernel cannot take (1D1D, other scale layouts) stay on the decode kernel
+    EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, false, 128), GemmPath::swap_ab);
+    EXPECT_EQ(plan_gemm(c.m, c.n, c.k, GemmKind::d1d1, DType::bfloat16, kH200, 128).path, "swap-ab");
+  }
+}
+
 // 256-row tiles where their waves (times 2 x 0.9 of a 128-row tile's work) are shorter than the
 // 128-row tiles' waves; 128 where a 256-row tile would leave SMs idle.
 TEST(GemmPlan, WgmmaTileRowsByWaves) {

@@ -89,6 +89,15 @@ constexpr int kDecodeMaxM = 64;
 // 64x32768x512 ran 1.4-1.7x longer than on the tma-wgmma kernel, every one-wave shape shorter),
 // and the calls the tma-wgmma kernel cannot take (1D1D, other scale layouts).
 constexpr int kDecodePreferMaxM = 32;
+// ... except at promote-k 128 for short K, where the wgmma kernel (split-K clusters where its tiles
+// are few) was faster: from 33 rows at K <= 2048 (H200, bench/RESULTS.md session 19, run 3, us
+// decode / wgmma: 64x24576x1536 22.5 / 19.0, 64x7168x2048 12.2 / 10.0, 48x24576x1536 21.7 / 18.1,
+// 48x7168x2048 12.0 / 10.1; at K >= 7168 the decode kernel, 64x2112x7168 11.6 / 13.1) and from 17
+// rows at K <= 512 (32x32768x512 14.3 / 9.6; 16x32768x512 9.8 / 9.8). The decode kernel promotes
+// every 32 of K, so at the default promote-k 32 it keeps these shapes.
+constexpr bool decode_cedes_short_k(int64_t m, int64_t k, int promote_k) {
+  return promote_k == 128 && ((m > kDecodePreferMaxM && k <= 2048) || (m > 16 && k <= 512));
+}
 // Backend auto runs the decode kernels rather than cuBLASLt up to kDecodeAutoMaxM rows: there they
 // were as fast or faster on every issue-6 shape (H200, bench/RESULTS.md session 10: 0.99-1.96x at
 // M = 16) and are more accurate (fp32 error 1.4e-4 against cuBLASLt's 3.2e-4); at M = 32 cuBLASLt

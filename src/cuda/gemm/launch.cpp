@@ -212,7 +212,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   // the wgmma kernel's operand checks feed the rule: M = 33..64 calls it refuses (A's scales not
   // fp32 mn_major_tma, unaligned scales) stay on the decode kernel
   const GemmPath path = gemm_path(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
-                                  cuda::gemm_wgmma_takes(p));
+                                  cuda::gemm_wgmma_takes(p), opt.promote_k);
   const bool wgmma = path == GemmPath::tma_wgmma;
   // the wgmma kernel's tile rows: the option, else the plan's rule (gemm_config::wgmma_block_m)
   const int block_m = opt.block_m ? opt.block_m : gemm_config::wgmma_block_m(p.m, p.n, ad.sms);
