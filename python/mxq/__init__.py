@@ -370,13 +370,15 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
                           b.scales, alpha, c, bias, out_dtype, backend, promote_k, block_m=block_m)
 
 
-def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132) -> dict:
+def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132,
+              promote_k: int = 32) -> dict:
     """Which of our CUDA GEMM kernels an (M, N, K) problem runs on, and its tiles (the shape rule
-    that mxq.gemm dispatches by; mxq/gemm_plan.hpp states it): {"path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k",
-    "tiles", "ctas_per_sm", "waves", "last_wave", "smem_bytes"}."""
+    that mxq.gemm dispatches by, for a call with this promote_k; mxq/gemm_plan.hpp states it):
+    {"path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles",
+    "ctas_per_sm", "waves", "last_wave", "smem_bytes"}."""
     keys = ("path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles", "ctas_per_sm",
             "waves", "last_wave", "smem_bytes")
-    return dict(zip(keys, _core.gemm_plan(int(m), int(n), int(k), kind, out_dtype, int(sms))))
+    return dict(zip(keys, _core.gemm_plan(int(m), int(n), int(k), kind, out_dtype, int(sms), int(promote_k))))
 
 
 # ---- runtime switches ----------------------------------------------------------------------

@@ -157,16 +157,16 @@ NB_MODULE(_core, m) {
       "recipes"_a, "arch"_a = 0, "threads"_a = 0);
   m.def(
       "gemm_plan",
-      [](int64_t m_, int64_t n, int64_t k, const std::string& kind, const std::string& out, int sms) {
+      [](int64_t m_, int64_t n, int64_t k, const std::string& kind, const std::string& out, int sms, int promote_k) {
         const mxq::ArchDesc arch = mxq::ArchDesc::sm90(sms);
         if (kind != "1d2d" && kind != "1d1d") throw mxq::Error(mxq::ErrorCode::invalid_argument,
                                                                "gemm_plan: kind='" + kind + "'; expected '1d2d' or '1d1d'");
         const mxq::GemmPlan p = mxq::plan_gemm(m_, n, k, kind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
-                                               mxq::parse_dtype(out), arch);
+                                               mxq::parse_dtype(out), arch, promote_k);
         return std::make_tuple(p.path, p.why, p.block_m, p.block_n, p.block_k, p.stages, p.cluster, p.split_k, p.tiles,
                                p.ctas_per_sm, p.waves, p.last_wave, p.smem_bytes);
       },
-      "m"_a, "n"_a, "k"_a, "kind"_a = "1d2d", "out"_a = "bfloat16", "sms"_a = 132);
+      "m"_a, "n"_a, "k"_a, "kind"_a = "1d2d", "out"_a = "bfloat16", "sms"_a = 132, "promote_k"_a = 32);
   m.def("preset_names", &mxq::Recipe::preset_names);
   m.def("dtype_table", [] {
     int n = 0;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/validate.hpp"
 #include "cuda/gemm/config.h"
 #include "mxq/error.hpp"
 #include "mxq/numerics/layouts.h"
@@ -51,6 +52,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
     fail_arg("gemm plan: M, N and K must be >= 1, got " + std::to_string(m) + ", " + std::to_string(n) + ", " +
              std::to_string(k));
   if (arch.sms < 1) fail_arg("gemm plan: arch.sms=" + std::to_string(arch.sms) + "; expected at least 1 SM");
+  check_promote_k(promote_k, "gemm plan: promote_k");
   if (out != DType::float32 && out != DType::bfloat16)
     fail_arg(std::string("gemm plan: D dtype ") + dtype_name(out) + " is not supported; expected float32 or bfloat16");
   GemmPlan p;

@@ -131,6 +131,12 @@ TEST(GemmPlan, ShortKAtPromoteK128TakesTheWgmmaKernel) {
         EXPECT_NE(p.why.find("at promote-k 128"), std::string::npos) << p.why;
       }
     }
+    try {  // a promote_k no call can have: an error naming it
+      plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, DType::bfloat16, kH200, 48);
+      ADD_FAILURE() << "a plan at promote_k 48";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("promote_k=48; expected 32, 64 or 128"), std::string::npos) << e.what();
+    }
     // operands the wgmma kernel cannot take (1D1D, other scale layouts) stay on the decode kernel
     EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, false, 128), GemmPath::swap_ab);
     EXPECT_EQ(plan_gemm(c.m, c.n, c.k, GemmKind::d1d1, DType::bfloat16, kH200, 128).path, "swap-ab");

@@ -63,3 +63,11 @@ def test_gemm_plan():
     assert mxq.gemm_plan(4096, 7168, 7168)["path"] == "tma-wgmma"
     with pytest.raises(ValueError, match="kind='2d2d'"):
         mxq.gemm_plan(16, 16, 16, kind="2d2d")
+    # split-K clusters where 128-row tiles are few: 56 tiles, 2 CTAs each
+    r = mxq.gemm_plan(128, 7168, 7168)
+    assert r["path"] == "tma-wgmma" and r["split_k"] == 2 and r["cluster"] == 2 and r["tiles"] == 112
+    # at promote-k 128 the wgmma kernel takes short K from the decode kernel
+    assert mxq.gemm_plan(64, 24576, 1536)["path"] == "swap-ab"
+    assert mxq.gemm_plan(64, 24576, 1536, promote_k=128)["path"] == "tma-wgmma"
+    with pytest.raises(ValueError, match="promote_k=48; expected 32, 64 or 128"):
+        mxq.gemm_plan(64, 24576, 1536, promote_k=48)
