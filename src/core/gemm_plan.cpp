@@ -17,8 +17,7 @@ using namespace gemm_config;
 void fill_waves(GemmPlan& p, const ArchDesc& a) {
   int64_t slots = int64_t(a.sms) * p.ctas_per_sm;
   if (p.cluster > 1) {
-    const ResidentClusters r =
-        p.path == "tma-wgmma" ? wgmma_resident(decode_resident(a, 2)) : decode_resident(a, p.ctas_per_sm);
+    const ResidentClusters r = p.path == "tma-wgmma" ? wgmma_resident(a) : decode_resident(a, p.ctas_per_sm);
     slots = r.at[cluster_log2(p.cluster)] * p.cluster;
   }
   p.waves = ceil_div(p.tiles, slots);
@@ -36,6 +35,12 @@ ResidentClusters gemm_config::decode_resident(const ArchDesc& arch, int ctas_per
     return r;
   }
   return model_resident_clusters(int64_t(arch.sms) * ctas_per_sm);
+}
+
+ResidentClusters gemm_config::wgmma_resident(const ArchDesc& arch) {
+  ResidentClusters r = decode_resident(arch, 2);
+  for (int64_t& c : r.at) c /= 2;
+  return r;
 }
 
 GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands,
@@ -94,7 +99,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       p.why += ": " + std::to_string(p.block_m) + "x128 tiles (256 rows where waves times a tile's cost come out smaller)";
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
-      p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(decode_resident(arch, 2)));
+      p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(arch));
       if (p.split_k == 1) p.why += " on a persistent grid of min(tiles, SMs) CTAs";
       else
         p.why += "; " + std::to_string(wgmma_tiles(m, n, p.block_m)) +

@@ -97,7 +97,7 @@ TEST(GemmPlan, WgmmaSplitKFillsTheSMs) {
     }
     EXPECT_EQ(p.why.find("splits each tile's K") != std::string::npos, c.split > 1) << p.why;
   }
-  const gemm_config::ResidentClusters h200 = gemm_config::wgmma_resident(gemm_config::decode_resident(kH200, 2));
+  const gemm_config::ResidentClusters h200 = gemm_config::wgmma_resident(kH200);
   EXPECT_EQ(h200.at[1], 66);
   EXPECT_EQ(h200.at[2], 31);
   EXPECT_EQ(gemm_config::wgmma_split_k(128, 7168, 7168, 256, h200), 1);  // 256-row tiles never split

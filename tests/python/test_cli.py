@@ -185,6 +185,13 @@ def test_gemm_plan():
     h200 = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--json").stdout)
     other = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--sms", "114", "--json").stdout)
     assert h200["cluster"] == 8 and other["cluster"] == 4
+    # --promote-k switches the routing: at 128 the wgmma kernel takes this short-K call from the
+    # decode kernel; 128 x 7168 splits K over clusters of 2
+    for pk, path in (("32", "swap-ab"), ("128", "tma-wgmma")):
+        plan = json.loads(run("gemm-plan", "64", "24576", "1536", "--promote-k", pk, "--json").stdout)
+        assert plan["path"] == path, (pk, plan)
+    assert mid["split_k"] == 2 and mid["cluster"] == 2 and mid["tiles"] == 112
+    assert run("gemm-plan", "64", "24576", "1536", "--promote-k", "48").returncode != 0
 
 
 # `mxq cache`: several processes warming the same configurations into one cache directory at

@@ -158,36 +158,37 @@ namespace mxq::gemm_config {
 ResidentClusters decode_resident(const ArchDesc& arch, int ctas_per_sm);
 #endif
 constexpr int cluster_log2(int c) { return c >= 8 ? 3 : c >= 4 ? 2 : c >= 2 ? 1 : 0; }
+// The split-K rule both kernels use: the most CTAs per cluster (doubling, up to max_split) such
+// that every one of `tiles` clusters stays resident in one wave and each CTA keeps at least 4 of
+// the tile's `blocks` K blocks.
+constexpr int resident_split(int64_t tiles, int64_t blocks, int max_split, const ResidentClusters& resident) {
+  int s = 1;
+  while (s < max_split && tiles <= resident.at[cluster_log2(2 * s)] && blocks / (2 * s) >= 4) s *= 2;
+  return s;
+}
 // Split-K of the wgmma kernel, for shapes with few tiles (small M): a cluster of S CTAs (S = 2 or 4,
 // 128-row tiles only) takes one tile, rank r its r-th contiguous share of the K blocks, and the
 // ranks sum their fp32 partial tiles over distributed shared memory in rank order before the
 // epilogue (wgmma.cuh): deterministic, no workspace. Without it a 128 x 7168 D is 56 tiles, and
 // 76 of the H200's 132 SMs idle while the weights stream through the other 56. S is the largest
 // (doubling) such that every cluster of S stays resident in one wave (`resident`: clusters of 1,
-// 2, 4 CTAs of the kernel at once, at[log2 S]) and each rank keeps kWgmmaSplitMinBlocks K blocks.
+// 2, 4 CTAs of the kernel at once, at[log2 S]) and each rank keeps 4 K blocks (resident_split).
 // Over more than one wave it lost (H200, bench/RESULTS.md session 19: 128x24576x1536 in 3 waves
 // of half K 26.6 us against 15.2 persistent, 65x8576x7168 in 3 of a quarter 44.6 against 26.9).
-constexpr int kWgmmaMaxSplit = 4, kWgmmaSplitMinBlocks = 4;
+constexpr int kWgmmaMaxSplit = 4;
 constexpr int wgmma_split_k(int64_t m, int64_t n, int64_t k, int block_m, const ResidentClusters& resident) {
-  if (block_m != 128) return 1;
-  const int64_t tiles = wgmma_tiles(m, n, 128), blocks = num::ceil_div(k, kWgmmaBK);
-  int s = 1;
-  while (s < kWgmmaMaxSplit && tiles <= resident.at[cluster_log2(2 * s)] && blocks / (2 * s) >= kWgmmaSplitMinBlocks)
-    s *= 2;
-  return s;
+  return block_m == 128 ? resident_split(wgmma_tiles(m, n, 128), num::ceil_div(k, kWgmmaBK), kWgmmaMaxSplit, resident)
+                        : 1;
 }
+#ifndef __CUDACC_RTC__
 // The wgmma kernel (one CTA per SM) in clusters of 1, 2 and 4: the decode kernel's residency at 2
-// CTAs per SM (clusters are placed within a GPC either way), halved.
-constexpr ResidentClusters wgmma_resident(const ResidentClusters& at_two_per_sm) {
-  return {{at_two_per_sm.at[0] / 2, at_two_per_sm.at[1] / 2, at_two_per_sm.at[2] / 2, at_two_per_sm.at[3] / 2}};
-}
+// CTAs per SM (decode_resident; clusters are placed within a GPC either way), halved.
+ResidentClusters wgmma_resident(const ArchDesc& arch);
+#endif
 // The most CTAs (up to 8) that split each tile's K while every tile's cluster stays resident in
-// one wave and each CTA keeps at least 4 K blocks.
+// one wave and each CTA keeps at least 4 K blocks (resident_split).
 constexpr int decode_cluster(int64_t m, int64_t n, int64_t k, int sms, const ResidentClusters& resident) {
-  const int64_t tiles = decode_tiles(n, decode_tile_rows(m, n, sms));
-  int c = 1;
-  while (c < 8 && tiles <= resident.at[cluster_log2(2 * c)] && k / 128 / (2 * c) >= 4) c *= 2;
-  return c;
+  return resident_split(decode_tiles(n, decode_tile_rows(m, n, sms)), k / 128, 8, resident);
 }
 // Blocks of scales in flight per thread (decode.cu's ring): a block's promotion uses scales loaded
 // decode_scale_ring - 1 blocks earlier, so the loop does not wait on their latency. At n = 64 only

@@ -220,8 +220,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   int split = 1;
   if (wgmma && block_m == 128) {
     cuda::decode_resident_clusters(dev, ad.resident_clusters);
-    const gemm_config::ResidentClusters resident = gemm_config::wgmma_resident(gemm_config::decode_resident(ad, 2));
-    split = gemm_config::wgmma_split_k(p.m, p.n, p.k, block_m, resident);
+    split = gemm_config::wgmma_split_k(p.m, p.n, p.k, block_m, gemm_config::wgmma_resident(ad));
   }
   const bool decode = path == GemmPath::swap_ab && cuda::gemm_decode_takes(p);
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";

@@ -92,9 +92,7 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
     keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k));
     if (const std::string why = runtime::jit::gemm_key_problem(keys.back()); !why.empty()) fail_arg(arg + ": " + why);
     // and the split-K kernels the plan gives some M (the fewest tiles, M = 1, split most) on an H200
-    const gemm_config::ResidentClusters h200 =
-        gemm_config::wgmma_resident(gemm_config::decode_resident(ArchDesc::h200(), 2));
-    const int most = gemm_config::wgmma_split_k(1, n, k, rows, h200);
+    const int most = gemm_config::wgmma_split_k(1, n, k, rows, gemm_config::wgmma_resident(ArchDesc::h200()));
     for (int split = 2; split <= most; split *= 2)
       keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k, split));
   }
