@@ -15,6 +15,22 @@ namespace {
 
 using json = nlohmann::json;
 
+// A positive integer, else "NAME: VALUE is not a positive integer" (CLI11's PositiveNumber names
+// a range up to the largest double).
+const CLI::Validator kPositive(
+    [](std::string& text) -> std::string {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == text.size() && used > 0 && v > 0) return {};
+      return text + " is not a positive integer";
+    },
+    "POSITIVE");
+
 void print_demo(const std::vector<mxq::cli::DemoRow>& rows, bool as_json) {
   if (as_json) {
     json j = json::array();
@@ -132,11 +148,11 @@ int main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "quantize activation- and weight-like tensors in every recipe");
   mxq::cli::DemoOptions dopt;
   std::string backend = "auto";
-  demo->add_option("--rows", dopt.act_rows, "activation rows")->check(CLI::PositiveNumber);
-  demo->add_option("--weight-rows", dopt.weight_rows, "weight rows")->check(CLI::PositiveNumber);
-  demo->add_option("--cols", dopt.cols, "columns (hidden size)")->check(CLI::PositiveNumber);
+  demo->add_option("--rows", dopt.act_rows, "activation rows")->check(kPositive);
+  demo->add_option("--weight-rows", dopt.weight_rows, "weight rows")->check(kPositive);
+  demo->add_option("--cols", dopt.cols, "columns (hidden size)")->check(kPositive);
   demo->add_option("--seed", dopt.seed, "random seed");
-  demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(CLI::PositiveNumber);
+  demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(kPositive);
   demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
   demo->add_option("--backend", backend, "auto, cpu, cuda-aot, cuda-jit or cublaslt (gemm)");
   demo->add_flag("--json", as_json, "machine-readable output");
@@ -166,12 +182,12 @@ int main(int argc, char** argv) {
   int64_t gm = 0, gn = 0, gk = 0;
   std::string gkind = "1d2d", gout = "bfloat16";
   int gsms = 132;
-  gplan->add_option("M", gm, "rows of A and D")->required()->check(CLI::PositiveNumber);
-  gplan->add_option("N", gn, "rows of B, columns of D")->required()->check(CLI::PositiveNumber);
-  gplan->add_option("K", gk, "the reduction length")->required()->check(CLI::PositiveNumber);
+  gplan->add_option("M", gm, "rows of A and D")->required()->check(kPositive);
+  gplan->add_option("N", gn, "rows of B, columns of D")->required()->check(kPositive);
+  gplan->add_option("K", gk, "the reduction length")->required()->check(kPositive);
   gplan->add_option("--kind", gkind, "1d2d (B 128x128 scales) or 1d1d")->check(CLI::IsMember({"1d2d", "1d1d"}));
   gplan->add_option("--out", gout, "D dtype: bfloat16 or float32")->check(CLI::IsMember({"bfloat16", "float32"}));
-  gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(CLI::PositiveNumber);
+  gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(kPositive);
   int gpromote = mxq::GemmOptions{}.promote_k;
   gplan->add_option("--promote-k", gpromote, "GemmOptions::promote_k of the call: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));

@@ -179,7 +179,9 @@ def test_gemm_plan():
     odd = run("gemm-plan", "7", "7168", "100")
     assert odd.returncode == 0 and odd.stdout.startswith("generic:") and "K=100" in odd.stdout
     bad = run("gemm-plan", "0", "16", "16")
-    assert bad.returncode != 0
+    assert bad.returncode != 0 and "M: 0 is not a positive integer" in bad.stderr, bad.stderr
+    shape = run("gemm-plan", "128x7168x7168")  # bench gemm's form: named, with what was expected
+    assert shape.returncode != 0 and "M: 128x7168x7168 is not a positive integer" in shape.stderr, shape.stderr
     # --sms switches the architecture: 39 tiles of 64 rows take clusters of 8 on the H200 (45
     # resident), of 4 with 114 SMs (a modelled 38)
     h200 = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--json").stdout)
