@@ -15,11 +15,8 @@ using namespace gemm_config;
 
 // Waves of CTAs (tiles) in clusters of p.cluster: the clusters one wave holds bound the slots.
 void fill_waves(GemmPlan& p, const ArchDesc& a) {
-  int64_t slots = int64_t(a.sms) * p.ctas_per_sm;
-  if (p.cluster > 1) {
-    const ResidentClusters r = p.path == "tma-wgmma" ? wgmma_resident(a) : decode_resident(a, p.ctas_per_sm);
-    slots = r.at[cluster_log2(p.cluster)] * p.cluster;
-  }
+  const ResidentClusters r = p.path == "tma-wgmma" ? wgmma_resident(a) : decode_resident(a, p.ctas_per_sm);
+  const int64_t slots = cluster_slots(int64_t(a.sms) * p.ctas_per_sm, p.cluster, r);
   p.waves = ceil_div(p.tiles, slots);
   const int64_t last = p.tiles - (p.waves - 1) * slots;
   p.last_wave = double(last) / double(slots);

@@ -1,6 +1,7 @@
 // Programmatic dependent launch (sm_90): a kernel launched with pdl_launch() may start while
-// the previous kernel in the stream drains; it calls pdl_begin() before touching memory, which
-// waits for that kernel's completion and lets the next one be scheduled in turn.
+// the previous kernel in the stream drains; it calls pdl_wait() before touching global memory,
+// which waits for that kernel's completion, and pdl_trigger() to let the next one be scheduled
+// in turn. The fast quantize kernels and every GEMM kernel are launched so, AOT and JIT.
 #pragma once
 
 #ifndef __CUDACC_RTC__
@@ -9,27 +10,59 @@
 
 namespace mxq::cuda {
 
+// Waits until the kernel before has completed and its writes are visible (every thread that
+// touches global memory after it).
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// Lets the next kernel be scheduled once every CTA of this one has called it (one thread of a
+// CTA suffices) or exited; it then starts on the SM slots that free up and waits in pdl_wait.
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// Both at once (the quantize kernels: their grids fill the GPU).
 __device__ __forceinline__ void pdl_begin() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  pdl_wait();
+  pdl_trigger();
 }
 
 #ifndef __CUDACC_RTC__
-// With `smem` bytes of dynamic shared memory (the kernel's limit raised where it exceeds 48 KB).
+// A launch configuration: clusters of `cluster` CTAs along x where cluster > 0 (0: no cluster
+// attribute; an occupancy query of clusters needs one, of 1 CTA too), and programmatic
+// serialization where `pdl` (pdl_launch_cluster's launches; an occupancy query takes none).
+struct LaunchConfig {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[2] = {};
+  LaunchConfig(const LaunchConfig&) = delete;  // cfg points at attr
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+  LaunchConfig(dim3 grid, dim3 block, size_t smem, int cluster, cudaStream_t stream, bool pdl) {
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    if (cluster > 0) {
+      cudaLaunchAttribute& a = attr[cfg.numAttrs++];
+      a.id = cudaLaunchAttributeClusterDimension;
+      a.val.clusterDim.x = unsigned(cluster);
+      a.val.clusterDim.y = a.val.clusterDim.z = 1;
+    }
+    if (pdl) {
+      cudaLaunchAttribute& a = attr[cfg.numAttrs++];
+      a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      a.val.programmaticStreamSerializationAllowed = 1;
+    }
+  }
+};
+// With `smem` bytes of dynamic shared memory (the kernel's limit raised where it exceeds 48 KB),
+// in clusters of `cluster` CTAs along x (0: no clusters).
+// `pdl` false: an ordinary launch (the kernel's pdl_wait and pdl_trigger then do nothing).
+template <class... KArgs, class... Args>
+cudaError_t pdl_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, int cluster,
+                               cudaStream_t stream, bool pdl, Args&&... args) {
+  LaunchConfig c(grid, block, smem, cluster, stream, pdl);
+  return cudaLaunchKernelEx(&c.cfg, kernel, static_cast<KArgs>(args)...);
+}
 template <class... KArgs, class... Args>
 cudaError_t pdl_launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                             Args&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+  return pdl_launch_cluster(kernel, grid, block, smem, 0, stream, true, static_cast<Args&&>(args)...);
 }
 template <class... KArgs, class... Args>
 cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {

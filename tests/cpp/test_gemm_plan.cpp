@@ -202,6 +202,27 @@ TEST(GemmPlan, WgmmaTileOrderIsTheSameIn32Bits) {
   }
 }
 
+// The decode kernels take programmatic dependent launch where their grid fills two thirds of the
+// slots (gemm_config::decode_pdl): not the sparse grids that ran slower with it on the H200.
+TEST(GemmPlan, DecodeKernelsLaunchEarlyOnlyFromTwoThirdsOfTheirSlots) {
+  EXPECT_TRUE(gemm_config::decode_pdl(200, 300));
+  EXPECT_FALSE(gemm_config::decode_pdl(199, 300));
+  struct Shape {
+    int64_t m, n, k;
+    bool pdl;
+  };
+  for (const Shape& s : {Shape{64, 7168, 16384, false}, Shape{16, 7168, 16384, false}, Shape{1, 2112, 7168, false},
+                         Shape{16, 7168, 2048, false}, Shape{16, 2112, 7168, true}, Shape{16, 4096, 7168, true},
+                         Shape{1, 7168, 2048, true}, Shape{1, 4096, 7168, true}}) {
+    const GemmPlan p = plan_gemm(s.m, s.n, s.k, GemmKind::d1d2, DType::bfloat16, kH200, 128);
+    ASSERT_EQ(p.path, "swap-ab") << s.m << "x" << s.n << "x" << s.k;
+    const int64_t slots = gemm_config::cluster_slots(int64_t(p.ctas_per_sm) * kH200.sms, p.cluster,
+                                                     gemm_config::decode_resident(kH200, p.ctas_per_sm));
+    EXPECT_EQ(gemm_config::decode_pdl(p.tiles, slots), s.pdl) << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_EQ(s.pdl, p.last_wave >= 2.0 / 3) << s.m << "x" << s.n << "x" << s.k;  // the plan's one-wave fill
+  }
+}
+
 TEST(GemmPlan, DecodeKernelsByRows) {
   // M <= 8: the mma.sync kernel; 9..64: wgmma with n = 16, 32 or 64 (1D2D and 1D1D alike)
   for (auto [m, rows] : {std::pair<int64_t, int>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 64}, {64, 64}}) {

@@ -19,6 +19,7 @@
 #include "runtime/memory.hpp"
 #if MXQ_WITH_CUDA
 #include "cuda/gemm/launchers.hpp"
+#include "late_writer.hpp"
 #endif
 
 #include "gpu_test.hpp"
@@ -383,6 +384,115 @@ TEST(GpuGemm, JitSpecialisedEqualsAot) {
           ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
         }
   }
+}
+
+// Every GEMM kernel is launched to start while the kernel before it drains (programmatic
+// dependent launch, pdl.cuh) and waits for it before reading its operands. Here the kernel before
+// lets the GEMM launch at once and writes A's and B's codes about a millisecond later; the GEMM
+// must see them, i.e. equal the same call made after a synchronisation, bit for bit. Both run in
+// a CUDA graph (as decode steps do; there the early start is the graph's programmatic edge) and
+// in the stream. A kernel launched the same way that reads without waiting shows first that the
+// early start happens in the graph (else the test could not fail, and reports SKIPPED). One case
+// per kernel: mma.sync decode, wgmma decode in clusters, wgmma with split-K clusters, persistent
+// wgmma (AOT and JIT), generic.
+TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
+  REQUIRE_GPU();
+#if !MXQ_WITH_CUDA
+  GTEST_SKIP() << "a build without CUDA";
+#else
+  struct Case {
+    int64_t m, n, k;
+    Backend be;
+    int promote_k;
+    const char* kernel;  // in the dispatch's text
+  };
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  struct Destroy {
+    cudaStream_t s;
+    ~Destroy() { cudaStreamDestroy(s); }
+  } destroy{stream};
+  // enqueue() captured into a graph, launched and waited for
+  auto in_graph = [&](auto&& enqueue) {
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t e = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    enqueue();
+    ASSERT_EQ(cudaStreamEndCapture(stream, &g), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&e, g, 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(e, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    cudaGraphExecDestroy(e);
+    cudaGraphDestroy(g);
+  };
+  constexpr long long kCycles = 2'000'000;  // about 1 ms
+  DeviceBuffer flag(kGpu, 4);
+  // (decode shapes whose grids take the early launch: gemm_config::decode_pdl)
+  for (const Case& c : {Case{1, 4096, 7168, Backend::cuda_aot, 32, "decode, mma.sync"},
+                        Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma"},
+                        Case{128, 2112, 7168, Backend::cuda_aot, 128, "split-K over a cluster of 4"},
+                        Case{1024, 2112, 512, Backend::cuda_aot, 32, "wgmma 256x128 TMA warp-specialized, promote-k 32"},
+                        Case{1024, 2112, 512, Backend::cuda_jit, 32, "promote-k 32, specialised N=2112 K=512"},
+                        Case{129, 300, 1000, Backend::cuda_aot, 32, "generic"}}) {
+    const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+    std::mt19937 rng(uint32_t(c.m + c.n + c.k));
+    Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
+    QuantizedBuffers qa = quantized("fp8_block_1x128:layout=mn_major_tma", xa, c.m, c.k),
+                     qb = quantized("fp8_block_128x128", xb, c.n, c.k);
+    DeviceBuffer d(kGpu, c.m * c.n * 4);
+    GemmOptions o;
+    o.backend = c.be;
+    o.promote_k = c.promote_k;
+    o.stream = stream;
+    auto call = [&] {
+      gemm(qa.view(), qb.view(), TensorView::matrix(d.data(), DType::float32, c.m, c.n, -1, kGpu), o);
+    };
+    std::vector<uint8_t> want(size_t(d.bytes())), got(want.size());
+    call();  // (a JIT call compiles here, not between the late writer and the GEMM)
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_NE(last_dispatch().kernel.find(c.kernel), std::string::npos) << where << ": " << last_dispatch().kernel;
+    d.download(want.data());
+    // the codes aside, then zeros in their place
+    DeviceBuffer a_codes(kGpu, qa.data().bytes()), b_codes(kGpu, qb.data().bytes());
+    ASSERT_EQ(cudaMemcpy(a_codes.data(), qa.data().data(), size_t(a_codes.bytes()), cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b_codes.data(), qb.data().data(), size_t(b_codes.bytes()), cudaMemcpyDeviceToDevice), cudaSuccess);
+    const LateCopy late{{qa.data().data(), qb.data().data()}, {a_codes.data(), b_codes.data()}, {a_codes.bytes(), b_codes.bytes()}};
+    auto zero = [&] {
+      qa.data().fill(0);
+      qb.data().fill(0);
+      flag.fill(0);
+      d.fill(0xcd);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    };
+    // an early reader sees the zeros: the kernel after the late writer starts before its copies
+    zero();
+    in_graph([&] {
+      ASSERT_TRUE(late_copy(late, kCycles, stream));
+      ASSERT_TRUE(early_peek(qa.data().data(), qa.data().bytes(), static_cast<uint32_t*>(flag.data()), stream));
+    });
+    uint32_t seen = 1;
+    flag.download(&seen);
+    if (seen != 0)  // e.g. under compute-sanitizer, which runs kernels one at a time
+      GTEST_SKIP() << where << ": the kernel after the late writer did not start early here: nothing to test";
+    // the GEMM after the late writer computes what it computed from the codes in place
+    for (bool graph : {true, false}) {
+      zero();
+      auto enqueue = [&] {
+        ASSERT_TRUE(late_copy(late, kCycles, stream));
+        call();
+      };
+      if (graph) {
+        in_graph(enqueue);
+      } else {
+        enqueue();
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      }
+      d.download(got.data());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0)
+          << where << (graph ? " in a graph " : " in the stream ") << last_dispatch().kernel;
+    }
+  }
+#endif
 }
 
 // The plan's cluster residency (ArchDesc::resident_clusters, which decode_cluster sizes the decode

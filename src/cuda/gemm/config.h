@@ -130,6 +130,14 @@ constexpr int64_t decode_slots(int rows, int sms) { return int64_t(sms) * decode
 constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
   return decode_n(m) < 64 && decode_tiles(n, 64) > decode_slots(64, sms) ? 128 : 64;
 }
+// Whether a decode kernel's grid of `ctas` takes programmatic dependent launch (pdl.cuh): where it
+// fills at least two thirds of the `slots` one wave holds (cluster_slots). Launched early, the next kernel's CTAs
+// take the slots a sparser grid leaves free, unevenly spread over the SMs, and that kernel ran
+// slower than without (H200, bench/RESULTS.md session 20, run 3, us without / with, in CUDA-graph
+// replay of the same GEMM: 64x7168x16384 43.7 / 50.2 at 57% of the slots, 16x7168x16384 33.7 /
+// 35.8, 1x2112x7168 7.0 / 7.2 at 50%; from 70% faster: 16x4096x7168 10.4 / 10.1 (64 clusters of 4
+// of the 92 resident), 16x2112x7168 7.5 / 7.1, 1x7168x2048 6.3 / 5.8 at 85%).
+constexpr bool decode_pdl(int64_t ctas, int64_t slots) { return 3 * ctas >= 2 * slots; }
 constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
   return decode_tiles(n, rows) <= decode_slots(rows, sms);
@@ -158,6 +166,11 @@ namespace mxq::gemm_config {
 ResidentClusters decode_resident(const ArchDesc& arch, int ctas_per_sm);
 #endif
 constexpr int cluster_log2(int c) { return c >= 8 ? 3 : c >= 4 ? 2 : c >= 2 ? 1 : 0; }
+// The CTA slots one wave holds for a grid in clusters of `cluster`: the SMs' `slots`, or the
+// resident clusters of that size times it.
+constexpr int64_t cluster_slots(int64_t slots, int cluster, const ResidentClusters& resident) {
+  return cluster > 1 ? resident.at[cluster_log2(cluster)] * cluster : slots;
+}
 // The split-K rule both kernels use: the most CTAs per cluster (doubling, up to max_split) such
 // that every one of `tiles` clusters stays resident in one wave and each CTA keeps at least 4 of
 // the tile's `blocks` K blocks.

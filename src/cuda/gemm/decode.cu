@@ -32,6 +32,7 @@
 #include "cuda/gemm/params.h"
 #include "cuda/gemm/sm90.cuh"
 #include "cuda/gemm/tma.hpp"
+#include "cuda/pdl.cuh"
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/layouts.h"
 
@@ -120,8 +121,12 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR))
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1);
     mbar_init_fence();
+    tma_prefetch_map(&map_w);
+    tma_prefetch_map(&map_x);
+    if constexpr (kTmaScales) tma_prefetch_map(&map_sa);
   }
   __syncthreads();
+  pdl_wait();  // the kernel before (pdl.cuh) has completed: nothing above touched global memory
   auto issue = [&](int i) {  // this CTA's i-th K block into stage i % kStages
     const int s = i % kStages, kb = first + i;
     mbar_arrive_expect_tx(&full[s], kStageBytes + (kTmaScales ? kN * 4 : 0));
@@ -130,9 +135,6 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR))
     if constexpr (kTmaScales) tma_load_2d(stage_sa + s * kSlot, &map_sa, &full[s], m_base, kb);
   };
   if (tid == 0) {
-    tma_prefetch_map(&map_w);
-    tma_prefetch_map(&map_x);
-    if constexpr (kTmaScales) tma_prefetch_map(&map_sa);
     for (int i = 0; i < kStages && i < steps; ++i) issue(i);
   }
 
@@ -260,6 +262,11 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR))
     }
   }
 
+  // The weights are read: the next kernel may be scheduled (pdl.cuh). Triggered at the start, its
+  // CTAs took the slots a grid of few CTAs left free, unevenly spread, and the same GEMM after
+  // this one ran slower (H200, bench/RESULTS.md session 20: 1x7168x16384 36.5 us without PDL,
+  // 45.9 so, 37.7 triggered here; config.h decode_pdl keeps such grids off PDL altogether).
+  if (tid == 0) pdl_trigger();
   // The partial tile, red[activation row c][weight row r], in this CTA's (drained) ring.
   float* red = reinterpret_cast<float*>(smem);
   for_each_fragment<kH, kJ>([&](int h, int j, int e, int f) {
@@ -292,26 +299,6 @@ bool tma_scales(const GemmParams& p) {
          aligned16(p.a.scales);
 }
 
-// Launch attributes of a cluster of `cluster` CTAs along x.
-struct ClusterLaunch {
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1] = {};
-  ClusterLaunch(const ClusterLaunch&) = delete;  // cfg points at attr
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-  ClusterLaunch(unsigned grid, int smem, int cluster, cudaStream_t stream) {
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(128);
-    cfg.dynamicSmemBytes = size_t(smem);
-    cfg.stream = stream;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-};
-
 // Clusters of 1, 2, 4 and 8 CTAs of the kernel <kN, kR> resident at once on the current device;
 // zeros if the query fails.
 template <int kN, int kR>
@@ -321,7 +308,7 @@ void query_resident(int device, int64_t (&at)[4]) {
   if (allow_dynamic_smem<kernel>(device, kSmem) != cudaSuccess) return;
   int64_t v[4] = {};
   for (int i = 0; i < 4; ++i) {
-    ClusterLaunch l(1u << i, kSmem, 1 << i, nullptr);
+    LaunchConfig l(dim3(1u << i), dim3(128), size_t(kSmem), 1 << i, nullptr, false);
     int n = 0;
     if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) != cudaSuccess || n < 1) {
       (void)cudaGetLastError();
@@ -347,10 +334,13 @@ cudaError_t launch(const GemmParams& p, int device, const ArchDesc& arch, cudaSt
   if (kTmaScales && !make_map(map_sa, p.a.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, p.k / 128, p.m,
                               num::scale_offset(p.a.geom, 0, 1), kN, 1, CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const int cluster = decode_cluster(p.m, p.n, p.k, arch.sms, decode_resident(arch, decode_ctas_per_sm(kR)));
+  const ResidentClusters resident = decode_resident(arch, decode_ctas_per_sm(kR));
+  const int cluster = decode_cluster(p.m, p.n, p.k, arch.sms, resident);
   // one CTA row: decode_n(M) >= M
-  ClusterLaunch l(unsigned(decode_tiles(p.n, kR) * cluster), kSmem, cluster, stream);
-  return cudaLaunchKernelEx(&l.cfg, kernel, map_w, map_x, map_sa, p, cluster);
+  const int64_t ctas = decode_tiles(p.n, kR) * cluster;
+  return pdl_launch_cluster(kernel, dim3(unsigned(ctas)), dim3(128), size_t(kSmem), cluster, stream,
+                            decode_pdl(ctas, cluster_slots(decode_slots(kR, arch.sms), cluster, resident)), map_w, map_x,
+                            map_sa, p, cluster);
 }
 
 template <int kN, int kR>

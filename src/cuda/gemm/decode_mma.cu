@@ -25,6 +25,7 @@
 #include "cuda/common.cuh"
 #include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
+#include "cuda/pdl.cuh"
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/recipes.h"
 
@@ -93,6 +94,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) gemm_decode_mma_kernel(con
   // activation rows m_base .. m_base + 8 kMT - 1, m_left of them real (one CTA row: M <= 8)
   const int m_base = 0, m_left = int(p.m) - m_base;
   const uint8_t* x0 = p.a.codes + int64_t(m_base + g) * p.k + q * 16;
+
+  pdl_wait();  // the kernel before (pdl.cuh) has completed
 
   // Each CTA takes chunks of kChunkRows weight rows in turn (a grid of at most one wave).
   for (int64_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
@@ -164,6 +167,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) gemm_decode_mma_kernel(con
       cur = next;
     }
     cp_async_wait<0>();
+    // the CTA's last chunk is read: the next kernel may be scheduled (pdl.cuh; decode.cu)
+    if (threadIdx.x == 0 && chunk + gridDim.x >= chunks) pdl_trigger();
     __syncthreads();  // every ring is drained: the shared memory now holds the partial sums
 
     // red[warp][m][n of the 16], then D[m, n] = alpha * (sum over the group's kS warps) (+ C) (+ bias)
@@ -201,8 +206,8 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
   const int rows = decode_mma_rows_per_cta(p.n, p.k, sms);
   const int64_t chunks = (p.n + rows - 1) / rows;
   const int64_t grid = chunks < int64_t(sms) * fit ? chunks : int64_t(sms) * fit;
-  kernel<<<unsigned(grid), kThreads, kSmem, stream>>>(p);
-  return cudaGetLastError();
+  return pdl_launch_cluster(kernel, dim3(unsigned(grid)), dim3(kThreads), size_t(kSmem), 0, stream,
+                            decode_pdl(grid, int64_t(sms) * fit), p);
 }
 
 }  // namespace

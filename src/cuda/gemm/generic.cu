@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/gemm/params.h"
+#include "cuda/pdl.cuh"
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/recipes.h"
 
@@ -18,6 +19,7 @@ __global__ void gemm_generic_kernel(const GemmParams p) {
   for (int i = threadIdx.y * kTile + threadIdx.x; i < 256; i += kTile * kTile)
     lut[i] = num::decode(uint8_t(i), num::ElemFormat::e4m3fn);
   __syncthreads();
+  pdl_wait();  // the kernel before (pdl.cuh) has completed; the next is scheduled as this one exits
   const int64_t i = int64_t(blockIdx.y) * kTile + threadIdx.y, j = int64_t(blockIdx.x) * kTile + threadIdx.x;
   if (i >= p.m || j >= p.n) return;
   const uint8_t* x = p.a.codes + i * p.k;
@@ -37,8 +39,7 @@ __global__ void gemm_generic_kernel(const GemmParams p) {
 cudaError_t launch_gemm_generic(const GemmParams& p, cudaStream_t stream) {
   const dim3 block(kTile, kTile);
   const dim3 grid(unsigned((p.n + kTile - 1) / kTile), unsigned((p.m + kTile - 1) / kTile));
-  gemm_generic_kernel<<<grid, block, 0, stream>>>(p);
-  return cudaGetLastError();
+  return pdl_launch(gemm_generic_kernel, grid, block, stream, p);
 }
 
 }  // namespace mxq::cuda

@@ -21,6 +21,7 @@
 #include "cuda/gemm/launchers.hpp"
 #include "cuda/gemm/tma.hpp"
 #include "cuda/gemm/wgmma.cuh"
+#include "cuda/pdl.cuh"
 
 namespace mxq::cuda {
 namespace {
@@ -36,22 +37,9 @@ cudaError_t launch(const GemmParams& p, int device, int sms, cudaStream_t stream
   unsigned grid = 0;
   GemmParams q = p;
   if (!gemm_wgmma_setup(q, sms, kBM, kSplit, maps, grid)) return cudaErrorInvalidValue;
-  if constexpr (kSplit == 1) {
-    kernel<<<grid, kThreads, smem, stream>>>(maps[0], maps[1], maps[2], maps[3], q);
-    return cudaGetLastError();
-  } else {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1] = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = size_t(smem);
-    cfg.stream = stream;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim = {unsigned(kSplit), 1, 1};
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, maps[0], maps[1], maps[2], maps[3], q);
-  }
+  // split-K: clusters of kSplit CTAs, one tile each
+  return pdl_launch_cluster(kernel, dim3(grid), dim3(kThreads), size_t(smem), kSplit > 1 ? kSplit : 0, stream, true,
+                            maps[0], maps[1], maps[2], maps[3], q);
 }
 
 template <int kBM, int kSplit>

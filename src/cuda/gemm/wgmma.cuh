@@ -5,6 +5,7 @@
 #include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
 #include "cuda/gemm/sm90.cuh"
+#include "cuda/pdl.cuh"
 #include "mxq/numerics/formats.h"
 #include "mxq/numerics/recipes.h"
 
@@ -293,17 +294,18 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       mbar_init(&empty[s], kConsumers * 4);  // one arrival per consumer warp
     }
     mbar_init_fence();
+    tma_prefetch_map(&map_a);
+    tma_prefetch_map(&map_b);
+    tma_prefetch_map(&map_sa);
+    if (p.d_tma) tma_prefetch_map(&map_d);
   }
   __syncthreads();
+  pdl_wait();  // the kernel before (pdl.cuh) has completed: nothing above touched global memory
 
   if (wg == 0) {  // producer
     regs_release<Regs<kSplit>::kProducer>();
     if (kSplit == 1 && threadIdx.x != 0) return;
     if (threadIdx.x == 0) {
-      tma_prefetch_map(&map_a);
-      tma_prefetch_map(&map_b);
-      tma_prefetch_map(&map_sa);
-      if (p.d_tma) tma_prefetch_map(&map_d);
       uint32_t s = 0, phase = 0;
       // K block kb of tile (mb, nb) into the next stage
       auto produce = [&](uint32_t mb, uint32_t nb, int64_t kb) {
@@ -326,6 +328,9 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
           for (int64_t kb = k_range(rank), kb_end = k_range(rank + 1); kb < kb_end; ++kb) produce(mb, nb, kb);
         }
       }
+      // The CTA's last loads are issued: the next kernel may be scheduled (pdl.cuh) onto the SMs
+      // as they free up (decode.cu says why not at the start).
+      pdl_trigger();
     }
     if constexpr (kSplit > 1) {  // the consumers' two cluster barriers (every thread of the cluster takes them)
       cluster_sync();

@@ -241,14 +241,14 @@ void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMa
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = unsigned(gemm_config::wgmma_smem_bytes(key.block_m));
   cfg.hStream = stream;
-  CUlaunchAttribute attr[1];
-  if (key.split > 1) {  // split-K: clusters of key.split CTAs along x
-    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr[0].value.clusterDim.x = unsigned(key.split);
-    attr[0].value.clusterDim.y = attr[0].value.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
+  CUlaunchAttribute attr[2] = {};
+  attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;  // as the AOT launch (pdl.cuh)
+  attr[0].value.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;  // split-K: clusters of key.split CTAs along x
+  attr[1].value.clusterDim.x = unsigned(key.split);
+  attr[1].value.clusterDim.y = attr[1].value.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = key.split > 1 ? 2 : 1;
   CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2], md = maps[3];
   cuda::GemmParams params = p;
   void* args[] = {&ma, &mb, &msa, &md, &params};
