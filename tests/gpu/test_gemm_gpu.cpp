@@ -431,7 +431,8 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
   for (const Case& c : {Case{1, 4096, 7168, Backend::cuda_aot, 32, "decode, mma.sync"},
                         Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma"},
                         Case{128, 2112, 7168, Backend::cuda_aot, 128, "split-K over a cluster of 4"},
-                        Case{1024, 2112, 512, Backend::cuda_aot, 32, "wgmma 256x128 TMA warp-specialized, promote-k 32"},
+                        Case{1024, 2112, 512, Backend::cuda_aot, 32,
+                             "wgmma 256x128 TMA warp-specialized, promote-k 32"},
                         Case{1024, 2112, 512, Backend::cuda_jit, 32, "promote-k 32, specialised N=2112 K=512"},
                         Case{129, 300, 1000, Backend::cuda_aot, 32, "generic"}}) {
     const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
@@ -454,9 +455,11 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
     d.download(want.data());
     // the codes aside, then zeros in their place
     DeviceBuffer a_codes(kGpu, qa.data().bytes()), b_codes(kGpu, qb.data().bytes());
-    ASSERT_EQ(cudaMemcpy(a_codes.data(), qa.data().data(), size_t(a_codes.bytes()), cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(b_codes.data(), qb.data().data(), size_t(b_codes.bytes()), cudaMemcpyDeviceToDevice), cudaSuccess);
-    const LateCopy late{{qa.data().data(), qb.data().data()}, {a_codes.data(), b_codes.data()}, {a_codes.bytes(), b_codes.bytes()}};
+    constexpr auto kD2D = cudaMemcpyDeviceToDevice;
+    ASSERT_EQ(cudaMemcpy(a_codes.data(), qa.data().data(), size_t(a_codes.bytes()), kD2D), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b_codes.data(), qb.data().data(), size_t(b_codes.bytes()), kD2D), cudaSuccess);
+    const LateCopy late{
+        {qa.data().data(), qb.data().data()}, {a_codes.data(), b_codes.data()}, {a_codes.bytes(), b_codes.bytes()}};
     auto zero = [&] {
       qa.data().fill(0);
       qb.data().fill(0);

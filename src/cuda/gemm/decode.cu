@@ -338,8 +338,8 @@ cudaError_t launch(const GemmParams& p, int device, const ArchDesc& arch, cudaSt
   const int cluster = decode_cluster(p.m, p.n, p.k, arch.sms, resident);
   // one CTA row: decode_n(M) >= M
   const int64_t ctas = decode_tiles(p.n, kR) * cluster;
-  return pdl_launch_cluster(kernel, dim3(unsigned(ctas)), dim3(128), size_t(kSmem), cluster, stream,
-                            decode_pdl(ctas, cluster_slots(decode_slots(kR, arch.sms), cluster, resident)), map_w, map_x,
+  const bool pdl = decode_pdl(ctas, cluster_slots(decode_slots(kR, arch.sms), cluster, resident));
+  return pdl_launch_cluster(kernel, dim3(unsigned(ctas)), dim3(128), size_t(kSmem), cluster, stream, pdl, map_w, map_x,
                             map_sa, p, cluster);
 }
 
