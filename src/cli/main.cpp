@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_gemm.hpp"
@@ -15,21 +16,26 @@ namespace {
 
 using json = nlohmann::json;
 
-// A positive integer, else "NAME: VALUE is not a positive integer" (CLI11's PositiveNumber names
-// a range up to the largest double).
-const CLI::Validator kPositive(
-    [](std::string& text) -> std::string {
-      size_t used = 0;
-      long long v = 0;
-      try {
-        v = std::stoll(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == text.size() && used > 0 && v > 0) return {};
-      return text + " is not a positive integer";
-    },
-    "POSITIVE");
+// A positive integer up to `max`, else "NAME: VALUE is not a positive integer" (and the bound
+// where it is past it; CLI11's PositiveNumber names a range up to the largest double).
+CLI::Validator positive(long long max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || used == 0 || v <= 0) return text + " is not a positive integer";
+        if (v > max) return text + " is not a positive integer up to " + std::to_string(max);
+        return {};
+      },
+      "POSITIVE");
+}
+const CLI::Validator kPositive = positive(std::numeric_limits<int64_t>::max());
+const CLI::Validator kPositiveInt = positive(std::numeric_limits<int>::max());
 
 void print_demo(const std::vector<mxq::cli::DemoRow>& rows, bool as_json) {
   if (as_json) {
@@ -152,7 +158,7 @@ int main(int argc, char** argv) {
   demo->add_option("--weight-rows", dopt.weight_rows, "weight rows")->check(kPositive);
   demo->add_option("--cols", dopt.cols, "columns (hidden size)")->check(kPositive);
   demo->add_option("--seed", dopt.seed, "random seed");
-  demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(kPositive);
+  demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(kPositiveInt);
   demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
   demo->add_option("--backend", backend, "auto, cpu, cuda-aot, cuda-jit or cublaslt (gemm)");
   demo->add_flag("--json", as_json, "machine-readable output");
@@ -187,7 +193,7 @@ int main(int argc, char** argv) {
   gplan->add_option("K", gk, "the reduction length")->required()->check(kPositive);
   gplan->add_option("--kind", gkind, "1d2d (B 128x128 scales) or 1d1d")->check(CLI::IsMember({"1d2d", "1d1d"}));
   gplan->add_option("--out", gout, "D dtype: bfloat16 or float32")->check(CLI::IsMember({"bfloat16", "float32"}));
-  gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(kPositive);
+  gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(kPositiveInt);
   int gpromote = mxq::GemmOptions{}.promote_k;
   gplan->add_option("--promote-k", gpromote, "GemmOptions::promote_k of the call: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));

@@ -1,7 +1,8 @@
 // Programmatic dependent launch (sm_90): a kernel launched with pdl_launch() may start while
 // the previous kernel in the stream drains; it calls pdl_wait() before touching global memory,
 // which waits for that kernel's completion, and pdl_trigger() to let the next one be scheduled
-// in turn. The fast quantize kernels and every GEMM kernel are launched so, AOT and JIT.
+// in turn. The fast quantize kernels and the GEMM kernels are launched so, AOT and JIT (the decode
+// kernels where gemm/config.h decode_pdl finds their grid full enough).
 #pragma once
 
 #ifndef __CUDACC_RTC__

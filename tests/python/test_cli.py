@@ -182,6 +182,9 @@ def test_gemm_plan():
     assert bad.returncode != 0 and "M: 0 is not a positive integer" in bad.stderr, bad.stderr
     shape = run("gemm-plan", "128x7168x7168")  # bench gemm's form: named, with what was expected
     assert shape.returncode != 0 and "M: 128x7168x7168 is not a positive integer" in shape.stderr, shape.stderr
+    big = run("gemm-plan", "1", "16", "16", "--sms", "3000000000")  # an int option: its bound, named
+    want = "--sms: 3000000000 is not a positive integer up to 2147483647"
+    assert big.returncode != 0 and want in big.stderr, big.stderr
     # --sms switches the architecture: 39 tiles of 64 rows take clusters of 8 on the H200 (45
     # resident), of 4 with 114 SMs (a modelled 38)
     h200 = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--json").stdout)

@@ -135,8 +135,9 @@ constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
 // take the slots a sparser grid leaves free, unevenly spread over the SMs, and that kernel ran
 // slower than without (H200, bench/RESULTS.md session 20, run 3, us without / with, in CUDA-graph
 // replay of the same GEMM: 64x7168x16384 43.7 / 50.2 at 57% of the slots, 16x7168x16384 33.7 /
-// 35.8, 1x2112x7168 7.0 / 7.2 at 50%; from 70% faster: 16x4096x7168 10.4 / 10.1 (64 clusters of 4
-// of the 92 resident), 16x2112x7168 7.5 / 7.1, 1x7168x2048 6.3 / 5.8 at 85%).
+// 35.8, 1x2112x7168 7.0 / 7.2 at 50%; from 70% mostly faster: 16x4096x7168 10.4 / 10.1 (64
+// clusters of 4 of the 92 resident), 16x2112x7168 7.5 / 7.1, 1x7168x2048 6.3 / 5.8 at 85%; not
+// 16x32768x512, 10.1 / 10.7 at 97%).
 constexpr bool decode_pdl(int64_t ctas, int64_t slots) { return 3 * ctas >= 2 * slots; }
 constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
   const int rows = decode_tile_rows(m, n, sms);
