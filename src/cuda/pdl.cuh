@@ -17,7 +17,7 @@ __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;"
 // Lets the next kernel be scheduled once every CTA of this one has called it (one thread of a
 // CTA suffices) or exited; it then starts on the SM slots that free up and waits in pdl_wait.
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-// Both at once (the quantize kernels: their grids fill the GPU).
+// Both at once, at a kernel's start (the fast quantize kernels).
 __device__ __forceinline__ void pdl_begin() {
   pdl_wait();
   pdl_trigger();

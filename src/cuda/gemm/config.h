@@ -190,6 +190,10 @@ constexpr int resident_split(int64_t tiles, int64_t blocks, int max_split, const
 // Over more than one wave it lost (H200, bench/RESULTS.md session 19: 128x24576x1536 in 3 waves
 // of half K 26.6 us against 15.2 persistent, 65x8576x7168 in 3 of a quarter 44.6 against 26.9).
 constexpr int kWgmmaMaxSplit = 4;
+// The (tile rows, split) pairs the wgmma kernel has: 128 or 256 rows, split-K 2 or 4 at 128 only.
+constexpr bool wgmma_variant_exists(int block_m, int split) {
+  return (block_m == 128 || block_m == 256) && (split == 1 || (block_m == 128 && (split == 2 || split == 4)));
+}
 constexpr int wgmma_split_k(int64_t m, int64_t n, int64_t k, int block_m, const ResidentClusters& resident) {
   return block_m == 128 ? resident_split(wgmma_tiles(m, n, 128), num::ceil_div(k, kWgmmaBK), kWgmmaMaxSplit, resident)
                         : 1;

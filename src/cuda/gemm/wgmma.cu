@@ -54,8 +54,7 @@ cudaError_t launch_group(const GemmParams& p, int device, int sms, int group, cu
 }  // namespace
 
 bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, int split, CUtensorMap (&maps)[4], unsigned& grid) {
-  if ((block_m != 128 && block_m != 256) || (split != 1 && (block_m != 128 || (split != 2 && split != 4))))
-    return false;
+  if (!wgmma_variant_exists(block_m, split)) return false;
   const int64_t sa_stride = num::scale_offset(p.a.geom, 0, 1);  // mn_major_tma: one K block's (padded) M scales
   if (!make_map(maps[0], p.a.codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.m, p.k, p.k, kBK, block_m,
                 CU_TENSOR_MAP_SWIZZLE_128B) ||

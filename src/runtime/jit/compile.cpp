@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "cuda/gemm/config.h"
 #include "cuda/quantize/fast_select.hpp"
 #include "mxq/api.hpp"
 #include "mxq/error.hpp"
@@ -160,9 +161,8 @@ Compiled compile(const cuda::FastKey& k, int arch) {
 }
 
 std::string gemm_key_problem(const GemmKey& k) {
-  if ((k.block_m == 128 || k.block_m == 256) && (k.group == 1 || k.group == 2 || k.group == 4) && k.n >= 0 &&
-      k.n < kGemmKeyMaxNK && (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK)) &&
-      (k.split == 1 || (k.block_m == 128 && (k.split == 2 || k.split == 4))))
+  if (gemm_config::wgmma_variant_exists(k.block_m, k.split) && (k.group == 1 || k.group == 2 || k.group == 4) &&
+      k.n >= 0 && k.n < kGemmKeyMaxNK && (k.k == 0 || (k.k >= 16 && k.k % 16 == 0 && k.k < kGemmKeyMaxNK)))
     return "";
   return "GEMM key block_m=" + std::to_string(k.block_m) + " group=" + std::to_string(k.group) +
          " N=" + std::to_string(k.n) + " K=" + std::to_string(k.k) + " split=" + std::to_string(k.split) +
