@@ -44,10 +44,10 @@ TEST(JitCompile, PackedKeysSeparateArchAndDevice) {
   EXPECT_NE(binary_key(k, 90).hex(), binary_key(k, 100).hex());
 }
 
-// Compiles keys for sm_90a in parallel (NVRTC is thread-safe per program) and checks each.
+// Compiles keys for sm_`arch`a in parallel (NVRTC is thread-safe per program) and checks each.
 // With `logs`, each key's NVRTC log (ptxas's registers and spills).
 void expect_all_compile(const std::vector<cuda::FastKey>& keys, const char* what,
-                        std::vector<std::string>* logs = nullptr) {
+                        std::vector<std::string>* logs = nullptr, int arch = 90) {
   std::vector<std::string> failures(keys.size());
   if (logs) logs->assign(keys.size(), "");
   std::vector<size_t> sizes(keys.size());
@@ -59,7 +59,7 @@ void expect_all_compile(const std::vector<cuda::FastKey>& keys, const char* what
     pool.emplace_back([&] {
       for (size_t i; (i = next++) < keys.size();) {
         try {
-          const Compiled c = compile(keys[i], 90);
+          const Compiled c = compile(keys[i], arch);
           sizes[i] = c.cubin.size();
           if (logs) (*logs)[i] = c.log;
           if (c.lowered_name.rfind("_Z", 0) != 0) failures[i] = "lowered name " + c.lowered_name;
@@ -74,13 +74,32 @@ void expect_all_compile(const std::vector<cuda::FastKey>& keys, const char* what
     EXPECT_EQ(failures[i], "") << key_text(keys[i]);
     EXPECT_GT(sizes[i], 1000u) << key_text(keys[i]);
   }
-  std::printf("compiled %zu %s for sm_90a in %.1f s on %u threads (NVRTC %s)\n", keys.size(), what, s, workers,
+  std::printf("compiled %zu %s for sm_%da in %.1f s on %u threads (NVRTC %s)\n", keys.size(), what, arch, s, workers,
               nvrtc_version().c_str());
 }
 
 // Every key compiles for sm_90a.
 TEST(JitCompile, EveryDispatcherConfigurationCompilesForSm90a) {
   expect_all_compile(all_keys(), "configurations");
+}
+
+// The quantize kernels are plain CUDA C++ (cp.async, griddepcontrol, the FP8 and FP4 cvt
+// instructions; no wgmma): NVRTC compiles them for Blackwell (sm_100a) as well. One key of each
+// (recipe kind, element format, thread shape), and a fused one. (The runtime still refuses devices
+// other than sm_90, on which nothing of this has run: require_supported_device.)
+TEST(JitCompile, QuantizeKernelsCompileForSm100a) {
+  std::vector<cuda::FastKey> keys;
+  for (const auto& k : all_keys()) {
+    const bool fresh = std::none_of(keys.begin(), keys.end(), [&](const cuda::FastKey& b) {
+      return b.scheme == k.scheme && b.elem == k.elem && b.shape == k.shape;
+    });
+    if (fresh) keys.push_back(k);
+  }
+  cuda::FastKey fused = keys.front();
+  fused.fuse = cuda::fuse_bits(int(num::Activation::swiglu), false, true);
+  ASSERT_TRUE(cuda::fast_key_valid(fused)) << key_text(fused);
+  keys.push_back(fused);
+  expect_all_compile(keys, "configurations", nullptr, 100);
 }
 
 // Fused epilogues multiply the space (activation x dact x dbias on every key, ~1.2 s of NVRTC each
