@@ -15,6 +15,11 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
 }
+// The same, always 16 bytes read.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
@@ -269,6 +274,36 @@ __device__ __forceinline__ uint32_t quantize8_e2m1_pow2_bf16(const uint32_t (&w)
 #pragma unroll
   for (int k = 0; k < 4; ++k) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h[k]) : "r"(w[k]), "r"(m2));
   return e2m1x8_from_half2<true>(h, w, m);
+}
+
+// bf16 pairs a * b, each half rounded to nearest even.
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+// A power-of-two (or NaN) fp32 multiplier as a bf16 pair: its high half twice (exact).
+__device__ __forceinline__ uint32_t bf16_pair(float m) { return __byte_perm(__float_as_uint(m), 0u, 0x3232u); }
+
+// FP8 codes (encode8) of 8 bf16 values (4 words as loaded) times power-of-two (or NaN)
+// multipliers given as bf16 pairs (value 2k times the low half of m2[k], value 2k + 1 times its
+// high half), multiplied in bf16 and widened instead of widened and multiplied in fp32, with
+// the same codes: a bf16 value times 2^k is exact in bf16 as in fp32 (8 significant bits, the
+// same exponent range) unless it overflows (Inf in both) or falls below 2^-126, where both
+// roundings keep the sign and stay far below FP8's smallest subnormal, so both convert to a
+// zero of that sign; a NaN product converts to 0x7f either way. One mul per two elements
+// instead of two FMULs.
+template <num::ElemFormat kElem>
+__device__ __forceinline__ uint2 quantize8_fp8_pow2_bf16(const uint32_t (&w)[4], const uint32_t (&m2)[4]) {
+  static_assert(kElem != num::ElemFormat::e2m1, "FP8 only");
+  float p[8];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t h = bf16x2_mul(w[k], m2[k]);
+    p[2 * k] = __uint_as_float(h << 16);
+    p[2 * k + 1] = __uint_as_float(h & 0xffff0000u);
+  }
+  return encode8<kElem>(p);
 }
 
 // quantize_element of eight values with one multiplier (a NaN multiplier marks a NaN block).
