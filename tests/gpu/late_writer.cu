@@ -17,7 +17,7 @@ __global__ void late_copy_kernel(LateCopy c, long long cycles) {
   const long long t0 = clock64();
   while (clock64() - t0 < cycles) {
   }
-  for (int p = 0; p < 2; ++p) {
+  for (int p = 0; p < LateCopy::kMax; ++p) {
     const auto* s = static_cast<const uint8_t*>(c.src[p]);
     auto* d = static_cast<uint8_t*>(c.dst[p]);
     for (int64_t i = threadIdx.x; i < c.bytes[p]; i += blockDim.x) d[i] = s[i];

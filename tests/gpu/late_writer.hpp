@@ -5,11 +5,12 @@
 
 namespace mxq::gpu_test {
 
-// Two copies (bytes[p] = 0 for none).
+// Up to kMax copies (bytes[p] = 0 for none).
 struct LateCopy {
-  void* dst[2];
-  const void* src[2];
-  int64_t bytes[2];
+  static constexpr int kMax = 4;
+  void* dst[kMax];
+  const void* src[kMax];
+  int64_t bytes[kMax];
 };
 
 // Enqueues one CTA that lets the next kernel launch (griddepcontrol.launch_dependents), spins for

@@ -388,14 +388,15 @@ TEST(GpuGemm, JitSpecialisedEqualsAot) {
 
 // Every GEMM kernel is launched to start while the kernel before it drains (programmatic
 // dependent launch, pdl.cuh) and waits for it before reading its operands. Here the kernel before
-// lets the GEMM launch at once and writes A's and B's codes about a millisecond later; the GEMM
+// lets the GEMM launch at once and writes A's and B's codes and scales about a millisecond later; the GEMM
 // must see them, i.e. equal the same call made after a synchronisation, bit for bit. Both run in
 // a CUDA graph (as decode steps do; there the early start is the graph's programmatic edge) and
 // in the stream (where the H200 was not seen to start the next kernel early: that leg checks
 // less). A kernel launched the same way that reads without waiting shows first that the early
 // start happens in the graph (else the test could not fail, and reports SKIPPED). One case per
-// kernel: mma.sync decode, wgmma decode in clusters, wgmma with split-K clusters, persistent wgmma
-// (AOT and JIT), generic. Only the codes are written late, not the scales, C or bias.
+// kernel: mma.sync decode, wgmma decode in clusters (64- and 128-row tiles, TMA and register
+// scales), wgmma with split-K clusters and persistent wgmma (each AOT and JIT), generic. The
+// codes and scales of both operands are written late, not C or bias.
 TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
   REQUIRE_GPU();
 #if !MXQ_WITH_CUDA
@@ -405,7 +406,8 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
     int64_t m, n, k;
     Backend be;
     int promote_k;
-    const char* kernel;  // in the dispatch's text
+    const char* kernel;                           // in the dispatch's text
+    const char* b_recipe = "fp8_block_128x128";  // 1x128: 1D1D, the decode kernel's register scales
   };
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -431,16 +433,20 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
   // (decode shapes whose grids take the early launch: gemm_config::decode_pdl)
   for (const Case& c : {Case{1, 4096, 7168, Backend::cuda_aot, 32, "decode, mma.sync"},
                         Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma"},
+                        Case{16, 32768, 512, Backend::cuda_aot, 32, "decode, wgmma"},  // 128-row tiles
+                        Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma", "fp8_block_1x128"},
                         Case{128, 2112, 7168, Backend::cuda_aot, 128, "split-K over a cluster of 4"},
+                        Case{128, 2112, 7168, Backend::cuda_jit, 128, "split-K over a cluster of 4, specialised"},
                         Case{1024, 2112, 512, Backend::cuda_aot, 32,
                              "wgmma 256x128 TMA warp-specialized, promote-k 32"},
                         Case{1024, 2112, 512, Backend::cuda_jit, 32, "promote-k 32, specialised N=2112 K=512"},
                         Case{129, 300, 1000, Backend::cuda_aot, 32, "generic"}}) {
-    const std::string where = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+    const std::string where =
+        std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " B " + c.b_recipe;
     std::mt19937 rng(uint32_t(c.m + c.n + c.k));
     Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
     QuantizedBuffers qa = quantized("fp8_block_1x128:layout=mn_major_tma", xa, c.m, c.k),
-                     qb = quantized("fp8_block_128x128", xb, c.n, c.k);
+                     qb = quantized(c.b_recipe, xb, c.n, c.k);
     DeviceBuffer d(kGpu, c.m * c.n * 4);
     GemmOptions o;
     o.backend = c.be;
@@ -454,16 +460,21 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     EXPECT_NE(last_dispatch().kernel.find(c.kernel), std::string::npos) << where << ": " << last_dispatch().kernel;
     d.download(want.data());
-    // the codes aside, then zeros in their place
-    DeviceBuffer a_codes(kGpu, qa.data().bytes()), b_codes(kGpu, qb.data().bytes());
-    constexpr auto kD2D = cudaMemcpyDeviceToDevice;
-    ASSERT_EQ(cudaMemcpy(a_codes.data(), qa.data().data(), size_t(a_codes.bytes()), kD2D), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(b_codes.data(), qb.data().data(), size_t(b_codes.bytes()), kD2D), cudaSuccess);
-    const LateCopy late{
-        {qa.data().data(), qb.data().data()}, {a_codes.data(), b_codes.data()}, {a_codes.bytes(), b_codes.bytes()}};
+    // the operands (codes and scales) aside, then zeros in their place
+    DeviceBuffer* operands[LateCopy::kMax] = {&qa.data(), &qb.data(), &qa.scales(), &qb.scales()};
+    std::vector<DeviceBuffer> saved;
+    saved.reserve(LateCopy::kMax);
+    LateCopy late{};
+    for (int i = 0; i < LateCopy::kMax; ++i) {
+      saved.emplace_back(kGpu, operands[i]->bytes());
+      const size_t bytes = size_t(operands[i]->bytes());
+      ASSERT_EQ(cudaMemcpy(saved[i].data(), operands[i]->data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+      late.dst[i] = operands[i]->data();
+      late.src[i] = saved[i].data();
+      late.bytes[i] = operands[i]->bytes();
+    }
     auto zero = [&] {
-      qa.data().fill(0);
-      qb.data().fill(0);
+      for (DeviceBuffer* b : operands) b->fill(0);
       flag.fill(0);
       d.fill(0xcd);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
