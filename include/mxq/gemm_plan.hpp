@@ -71,6 +71,11 @@ struct GemmPlan {
   int64_t waves = 0;  // ceil(tiles / slots): sms x ctas_per_sm, or resident clusters x cluster
   double last_wave = 0.0;  // fraction of those slots busy in the last wave
   int64_t smem_bytes = 0;  // per CTA
+  // Launched with programmatic dependent launch (cuda/pdl.cuh: starts while the kernel before it
+  // drains, waits for it before reading operands): every kernel, except the decode kernels where
+  // their grid fills less than two thirds of a wave's slots (gemm_config::decode_pdl), which the
+  // launchers ask with the same figures.
+  bool early_launch = true;
 };
 
 // The rule alone (no strings, for the per-call dispatch); plan_gemm reports it with the tiles.

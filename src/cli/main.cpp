@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
                           {"block_k", p.block_k}, {"stages", p.stages}, {"cluster", p.cluster}, {"split_k", p.split_k},
                           {"tiles", p.tiles},   {"ctas_per_sm", p.ctas_per_sm}, {"waves", p.waves},
                           {"last_wave", p.last_wave},
-                          {"smem_bytes", p.smem_bytes}}
+                          {"smem_bytes", p.smem_bytes},
+                          {"early_launch", p.early_launch}}
                          .dump(2)
                   << "\n";
       } else {

@@ -20,6 +20,8 @@ void fill_waves(GemmPlan& p, const ArchDesc& a) {
   p.waves = ceil_div(p.tiles, slots);
   const int64_t last = p.tiles - (p.waves - 1) * slots;
   p.last_wave = double(last) / double(slots);
+  // the decode launchers' grids: every tile (decode.cu), or at most one wave's CTAs (decode_mma.cu)
+  if (p.path == "swap-ab") p.early_launch = decode_pdl(p.tiles < slots ? p.tiles : slots, slots);
 }
 
 }  // namespace
@@ -131,9 +133,10 @@ std::string to_string(const GemmPlan& p) {
   char buf[640];  // the longest `why` is about 320 characters
   std::snprintf(buf, sizeof buf,
                 "%s: block %dx%dx%d, %d stages, cluster %d, split-k %d, %lld tiles, %d CTAs per SM, %lld waves (last "
-                "%.0f%%), %lld bytes of shared memory; %s",
+                "%.0f%%), %lld bytes of shared memory, %s; %s",
                 p.path.c_str(), p.block_m, p.block_n, p.block_k, p.stages, p.cluster, p.split_k, (long long)p.tiles,
-                p.ctas_per_sm, (long long)p.waves, 100.0 * p.last_wave, (long long)p.smem_bytes, p.why.c_str());
+                p.ctas_per_sm, (long long)p.waves, 100.0 * p.last_wave, (long long)p.smem_bytes,
+                p.early_launch ? "programmatic launch" : "no programmatic launch (under 2/3 of a wave)", p.why.c_str());
   return buf;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 #include <vector>
 
 #include "cuda/gemm/config.h"
@@ -213,13 +214,23 @@ TEST(GemmPlan, DecodeKernelsLaunchEarlyOnlyFromTwoThirdsOfTheirSlots) {
   };
   for (const Shape& s : {Shape{64, 7168, 16384, false}, Shape{16, 7168, 16384, false}, Shape{1, 2112, 7168, false},
                          Shape{16, 7168, 2048, false}, Shape{16, 2112, 7168, true}, Shape{16, 4096, 7168, true},
-                         Shape{1, 7168, 2048, true}, Shape{1, 4096, 7168, true}}) {
+                         Shape{1, 7168, 2048, true}, Shape{1, 4096, 7168, true}, Shape{16, 32768, 512, true}}) {
     const GemmPlan p = plan_gemm(s.m, s.n, s.k, GemmKind::d1d2, DType::bfloat16, kH200, 128);
     ASSERT_EQ(p.path, "swap-ab") << s.m << "x" << s.n << "x" << s.k;
     const int64_t slots = gemm_config::cluster_slots(int64_t(p.ctas_per_sm) * kH200.sms, p.cluster,
                                                      gemm_config::decode_resident(kH200, p.ctas_per_sm));
     EXPECT_EQ(gemm_config::decode_pdl(p.tiles, slots), s.pdl) << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_EQ(p.early_launch, s.pdl) << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_NE(to_string(p).find(s.pdl ? ", programmatic launch;" : ", no programmatic launch"), std::string::npos)
+        << to_string(p);
     EXPECT_EQ(s.pdl, p.last_wave >= 2.0 / 3) << s.m << "x" << s.n << "x" << s.k;  // the plan's one-wave fill
+  }
+  // the other kernels always
+  using Mnk = std::tuple<int64_t, int64_t, int64_t>;
+  for (const auto& [m, n, k] : {Mnk{4096, 7168, 7168}, Mnk{128, 2112, 7168}, Mnk{129, 300, 1000}}) {
+    const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, kH200, 128);
+    EXPECT_NE(p.path, "swap-ab");
+    EXPECT_TRUE(p.early_launch) << to_string(p);
   }
 }
 

@@ -406,8 +406,9 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
     int64_t m, n, k;
     Backend be;
     int promote_k;
-    const char* kernel;                           // in the dispatch's text
-    const char* b_recipe = "fp8_block_128x128";  // 1x128: 1D1D, the decode kernel's register scales
+    const char* kernel;  // in the dispatch's text
+    const char* b_recipe = "fp8_block_128x128";
+    int tile_rows = 0;  // the plan's block_n, where the case is about it
   };
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -430,10 +431,16 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
   };
   constexpr long long kCycles = 2'000'000;  // about 1 ms
   DeviceBuffer flag(kGpu, 4);
-  // (decode shapes whose grids take the early launch: gemm_config::decode_pdl)
+  // the plan on this device, as gemm() makes it: each case must take the early launch, or it
+  // would pass without testing it (the decode shapes: gemm_config::decode_pdl)
+  runtime::CudaDeviceInfo info;
+  ASSERT_TRUE(runtime::cuda_device_info(kGpu.index, &info));
+  ArchDesc arch = ArchDesc::sm90(info.sms);
+  cuda::decode_resident_clusters(kGpu.index, arch.resident_clusters);
   for (const Case& c : {Case{1, 4096, 7168, Backend::cuda_aot, 32, "decode, mma.sync"},
-                        Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma"},
-                        Case{16, 32768, 512, Backend::cuda_aot, 32, "decode, wgmma"},  // 128-row tiles
+                        Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma", "fp8_block_128x128", 64},
+                        Case{16, 32768, 512, Backend::cuda_aot, 32, "decode, wgmma", "fp8_block_128x128", 128},
+                        // 1D1D: the decode kernel reads A's scales through registers, not TMA
                         Case{16, 2112, 7168, Backend::cuda_aot, 32, "decode, wgmma", "fp8_block_1x128"},
                         Case{128, 2112, 7168, Backend::cuda_aot, 128, "split-K over a cluster of 4"},
                         Case{128, 2112, 7168, Backend::cuda_jit, 128, "split-K over a cluster of 4, specialised"},
@@ -443,6 +450,13 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
                         Case{129, 300, 1000, Backend::cuda_aot, 32, "generic"}}) {
     const std::string where =
         std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " B " + c.b_recipe;
+    const bool d1d1 = std::string(c.b_recipe) == "fp8_block_1x128";
+    const GemmPlan plan = plan_gemm(c.m, c.n, c.k, d1d1 ? GemmKind::d1d1 : GemmKind::d1d2, DType::float32, arch,
+                                    c.promote_k);
+    ASSERT_TRUE(plan.early_launch) << where << ": " << to_string(plan);
+    if (c.tile_rows) {
+      ASSERT_EQ(plan.block_n, c.tile_rows) << where << ": " << to_string(plan);
+    }
     std::mt19937 rng(uint32_t(c.m + c.n + c.k));
     Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
     QuantizedBuffers qa = quantized("fp8_block_1x128:layout=mn_major_tma", xa, c.m, c.k),

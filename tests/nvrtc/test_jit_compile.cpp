@@ -1,6 +1,7 @@
 // The JIT compiles every configuration the dispatcher can produce, for sm_90a, with NVRTC and
 // the embedded kernel headers (no GPU needed). Label cpu.
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -84,18 +85,22 @@ TEST(JitCompile, EveryDispatcherConfigurationCompilesForSm90a) {
 }
 
 // The quantize kernels are plain CUDA C++ (cp.async, griddepcontrol, the FP8 and FP4 cvt
-// instructions; no wgmma): NVRTC compiles them for Blackwell (sm_100a) as well. One key of each
-// (recipe kind, element format, thread shape), and a fused one. (The runtime still refuses devices
-// other than sm_90, on which nothing of this has run: require_supported_device.)
+// instructions, the bf16x2 and f16x2 arithmetic; no wgmma): NVRTC compiles them for Blackwell
+// (sm_100a) as well. One key of each (input dtype, recipe kind, element format, thread shape), and
+// a fused one. (The runtime still refuses devices other than sm_90, on which nothing of this has
+// run: require_supported_device.)
 TEST(JitCompile, QuantizeKernelsCompileForSm100a) {
+  int major = 0, minor = 0;
+  ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
+  if (major * 10 + minor < 128) GTEST_SKIP() << "NVRTC " << nvrtc_version() << " has no sm_100a (12.8 or later)";
   std::vector<cuda::FastKey> keys;
   for (const auto& k : all_keys()) {
     const bool fresh = std::none_of(keys.begin(), keys.end(), [&](const cuda::FastKey& b) {
-      return b.scheme == k.scheme && b.elem == k.elem && b.shape == k.shape;
+      return b.dtype == k.dtype && b.scheme == k.scheme && b.elem == k.elem && b.shape == k.shape;
     });
     if (fresh) keys.push_back(k);
   }
-  cuda::FastKey fused = keys.front();
+  cuda::FastKey fused = keys.back();
   fused.fuse = cuda::fuse_bits(int(num::Activation::swiglu), false, true);
   ASSERT_TRUE(cuda::fast_key_valid(fused)) << key_text(fused);
   keys.push_back(fused);

@@ -170,6 +170,10 @@ def test_gemm_plan():
     p = json.loads(decode.stdout)
     assert p["path"] == "swap-ab" and p["block_m"] == 8 and p["block_n"] == 32 and p["tiles"] == 224
     assert p["stages"] == 3 and p["split_k"] == 1 and p["ctas_per_sm"] == 2 and p["waves"] == 1
+    assert p["early_launch"] is True  # 224 of 264 CTA slots: programmatic launch (gemm_config::decode_pdl)
+    sparse = json.loads(run("gemm-plan", "1", "2112", "7168", "--json").stdout)
+    assert sparse["early_launch"] is False and sparse["last_wave"] == 0.5
+    assert "no programmatic launch" in run("gemm-plan", "1", "2112", "7168").stdout
     wg = json.loads(run("gemm-plan", "16", "7168", "7168", "--json").stdout)
     assert wg["block_m"] == 16 and wg["block_n"] == 64 and wg["cluster"] == 2 and wg["stages"] == 6
     big = json.loads(run("gemm-plan", "4096", "7168", "7168", "--json").stdout)
