@@ -265,17 +265,6 @@ __device__ __forceinline__ uint32_t quantize8_e2m1_pow2(const float (&v)[8], flo
   return e2m1x8_from_half2<false>(h, h, m);
 }
 
-// The same for 8 bf16 values (4 words as loaded) without widening to fp32: x * m is exact in
-// bf16 (it has fp32's exponent range and subnormals; m is 2^k, itself exact in bf16). Equal to
-// quantize8_e2m1_pow2 of the widened values.
-__device__ __forceinline__ uint32_t quantize8_e2m1_pow2_bf16(const uint32_t (&w)[4], float m) {
-  const uint32_t m2 = (__float_as_uint(m) >> 16) * 0x00010001u;
-  uint32_t h[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h[k]) : "r"(w[k]), "r"(m2));
-  return e2m1x8_from_half2<true>(h, w, m);
-}
-
 // bf16 pairs a * b, each half rounded to nearest even.
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   uint32_t d;
@@ -284,6 +273,19 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
 }
 // A power-of-two (or NaN) fp32 multiplier as a bf16 pair: its high half twice (exact).
 __device__ __forceinline__ uint32_t bf16_pair(float m) { return __byte_perm(__float_as_uint(m), 0u, 0x3232u); }
+
+// The same for 8 bf16 values (4 words as loaded) without widening to fp32: x * m is exact in
+// bf16 (it has fp32's exponent range and subnormals; m is 2^k, itself exact in bf16). Equal to
+// quantize8_e2m1_pow2 of the widened values.
+__device__ __forceinline__ uint32_t quantize8_e2m1_pow2_bf16(const uint32_t (&w)[4], float m) {
+  // = bf16_pair(m), written as a shift and multiply: bf16_pair's PRMT reschedules these FP4 kernels,
+  // and this form is the binary the H200 ran (session 21)
+  const uint32_t m2 = (__float_as_uint(m) >> 16) * 0x00010001u;
+  uint32_t h[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) h[k] = bf16x2_mul(w[k], m2);
+  return e2m1x8_from_half2<true>(h, w, m);
+}
 
 // FP8 codes (encode8) of 8 bf16 values (4 words as loaded) times power-of-two (or NaN)
 // multipliers given as bf16 pairs (value 2k times the low half of m2[k], value 2k + 1 times its

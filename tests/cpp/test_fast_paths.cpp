@@ -61,6 +61,41 @@ TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
   EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
 }
 
+// The kernels' branch-free MX block scale (num::mx_block_scale_bits, from |amax|'s bits) against
+// the reference's (block_scale_for<Scheme::mx>: mx_scale_code, mx_multiplier), stored code and
+// multiplier bits, on every non-negative non-NaN fp32 maximum, for each element format and both
+// rounding modes (bit k of a finding: the k-th rounding), and on NaN maxima.
+TEST(FastPaths, MxBlockScaleWithoutBranchesMatchesForAllFp32) {
+  using mxq::num::MxRounding;
+  for (ElemFormat f : {ElemFormat::e4m3fn, ElemFormat::e5m2, ElemFormat::e2m1}) {
+    const Sweep s = sweep_all_fp32([f](float x) {
+      const uint32_t b = mxq::num::float_bits(x);
+      if (b >> 31) return 0u;  // maxima are |x|
+      unsigned found = 0;
+      for (int k = 0; k < 2; ++k) {
+        mxq::num::ScaleRule r{};
+        r.scheme = mxq::num::Scheme::mx;
+        r.elem = f;
+        r.rounding = k ? MxRounding::floor : MxRounding::rceil;
+        const mxq::num::BlockScale want = mxq::num::block_scale_for<mxq::num::Scheme::mx>(r, x),
+                                   got = mxq::num::mx_block_scale_bits(b, f, r.rounding);
+        if (got.stored != want.stored ||
+            mxq::num::float_bits(got.multiplier) != mxq::num::float_bits(want.multiplier))
+          found |= 1u << (k + 1) | 1u;
+      }
+      return found;
+    });
+    EXPECT_EQ(s.checked, (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
+    EXPECT_EQ(s.count[0], 0u) << int(f) << ": first mismatch at |amax| bits 0x" << std::hex << s.first << std::dec
+                              << " (rceil " << s.count[1] << ", floor " << s.count[2] << ")";
+  }
+  for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0x7fffffffu}) {
+    const mxq::num::BlockScale got = mxq::num::mx_block_scale_bits(nan, ElemFormat::e4m3fn, MxRounding::rceil);
+    EXPECT_EQ(got.stored, uint32_t(mxq::num::kE8M0NaN));
+    EXPECT_TRUE(mxq::num::is_nan(got.multiplier));
+  }
+}
+
 // fp32 -> f16 toward zero, as cvt.rz.f16x2.f32 converts (finite overflow stays at 65504), and
 // whether that was inexact. The GPU's FP4 encoder for fp32 products (common.cuh
 // e2m1x2_from_f32) then sets the last bit where the low 13 fp32 fraction bits are not all zero

@@ -127,15 +127,19 @@ MXQ_HD int mx_emax(ElemFormat f) {
   return f == ElemFormat::e4m3fn ? 8 : (f == ElemFormat::e5m2 ? 15 : 2);
 }
 
+// 1 / fmax, rounded: rceil's v = amax / fmax is computed as amax * mx_inv_fmax(f). For fmax 448,
+// 57344 and 6 both give the same code for every fp32 amax (FORMATS.md 2.3;
+// tests/cpp/test_rceil_exhaustive.cpp proves it).
+MXQ_HD float mx_inv_fmax(ElemFormat f) {
+  return f == ElemFormat::e4m3fn ? (1.0f / 448.0f) : (f == ElemFormat::e5m2 ? (1.0f / 57344.0f) : (1.0f / 6.0f));
+}
+
 MXQ_HD uint8_t mx_scale_code(float amax, ElemFormat f, MxRounding rounding) {
   if (is_nan(amax)) return kE8M0NaN;
   const float a = finite_amax(amax);
   if (a == 0.0f) return 0;
   if (rounding == MxRounding::rceil) {
-    // v = amax / fmax, computed as amax * (1 / fmax): for fmax 448, 57344 and 6 both give the
-    // same code for every fp32 amax (FORMATS.md 2.3; tests/cpp/test_rceil_exhaustive.cpp proves it).
-    const float inv = f == ElemFormat::e4m3fn ? (1.0f / 448.0f) : (f == ElemFormat::e5m2 ? (1.0f / 57344.0f) : (1.0f / 6.0f));
-    const uint32_t v = float_bits(mul_rn(a, inv));
+    const uint32_t v = float_bits(mul_rn(a, mx_inv_fmax(f)));
     const uint32_t e = v >> 23;
     if (e == 0) return v > 0x400000u ? 1 : 0;
     const uint32_t code = e + ((v & 0x7fffffu) ? 1u : 0u);
@@ -219,6 +223,29 @@ struct BlockScale {
   float multiplier;  // applied to each element before the satfinite conversion
   uint32_t stored;   // fp32 bits (fp8_block fp32) or a 1-byte code; unused for fp8_tensor
 };
+
+// mx_scale_code and mx_multiplier of a block maximum given as the fp32 bits of |amax| (sign
+// clear; NaN above kF32InfBits), without branches: the specialised kernels' form.
+// tests/cpp/test_fast_paths.cpp holds it equal to block_scale_for<Scheme::mx> on every input.
+// a = min(m, FLT_MAX) is finite_amax; rceil's code e + (mantissa != 0) of v = a * (1 / fmax) is
+// (v + 0x7fffff) >> 23, which is also 1 for a subnormal v above 0x400000 and is 0 below it;
+// floor's is max(e(a) - emax, 0) (a subnormal or zero a has e 0). Both are at most 253 (v < 2^126
+// for fmax >= 4; e(a) <= 254 and emax >= 2), so mx_scale_code's clamp to 254 never applies and
+// the multiplier 2^(127 - code) is the normal (254 - code) << 23. In the MXFP8 row+col kernel (4
+// block scales per thread and tile) it took 1199 -> 1080 SASS instructions per tile (session 21).
+MXQ_HD BlockScale mx_block_scale_bits(uint32_t m, ElemFormat f, MxRounding rounding) {
+  const uint32_t a = m < kF32MaxBits ? m : kF32MaxBits;
+  uint32_t code;
+  if (rounding == MxRounding::rceil) {
+    const uint32_t v = float_bits(mul_rn(bits_float(a), mx_inv_fmax(f)));
+    code = v > 0x400000u ? (v + 0x7fffffu) >> 23 : 0u;
+  } else {
+    const int e = int(a >> 23) - mx_emax(f);
+    code = uint32_t(e < 0 ? 0 : e);
+  }
+  const bool nan = m > kF32InfBits;
+  return {nan ? quiet_nan() : bits_float((254u - code) << 23), nan ? uint32_t(kE8M0NaN) : code};
+}
 
 // The scheme as a template argument: specialised kernels call this directly, so that only
 // their scheme's arithmetic is compiled in.

@@ -640,40 +640,10 @@ struct FastTile {
       __syncthreads();
     }
   }
-  // MX (num::block_scale_for<Scheme::mx>) without branches, from the bits m of the block
-  // maximum: the generic form tests NaN, zero, the rounding mode and the subnormal quotient in
-  // turn, each a branch with its BSSY / BSYNC, then exp2i's. Here a = min(m, FLT_MAX) is
-  // finite_amax (m's sign bit is clear); rceil's code e + (mantissa != 0) of v = a * (1 / fmax)
-  // is (v + 0x7fffff) >> 23, which is also 1 for a subnormal v above 0x400000 and is 0 below it;
-  // floor's is max(e(a) - emax, 0) (a subnormal or zero a has e 0). Both are at most 253
-  // (v < 2^126 for fmax >= 4; e(a) <= 254 and emax >= 2), so mx_scale_code's clamp to 254 never
-  // applies and the multiplier 2^(127 - code) is the normal (254 - code) << 23. SASS count of
-  // MXFP8 row+col's interior tile (4 block scales per thread): 1199 -> 1080 instructions. (These
-  // step counts are of the threads that also store the staged scales, lo; the tile's average over
-  // all threads went 1149.5 -> 802.5 with every step of session 21.)
-  static constexpr float kMxInv = kElem == num::ElemFormat::e4m3fn ? (1.0f / 448.0f)
-                                  : kElem == num::ElemFormat::e5m2 ? (1.0f / 57344.0f)
-                                                                   : (1.0f / 6.0f);  // mx_scale_code's
-  static constexpr int kMxEmax = kElem == num::ElemFormat::e4m3fn ? 8 : kElem == num::ElemFormat::e5m2 ? 15 : 2;
-  static_assert(kMxInv <= 0.25f && kMxEmax >= 2, "codes below 254: no clamp, a normal multiplier");
-  __device__ static num::BlockScale mx_block_scale(const num::ScaleRule& rule, uint32_t m) {
-    const uint32_t a = m < num::kF32MaxBits ? m : num::kF32MaxBits;
-    uint32_t code;
-    if (rule.rounding == num::MxRounding::rceil) {
-      const uint32_t v = num::float_bits(num::mul_rn(num::bits_float(a), kMxInv));
-      code = v > 0x400000u ? (v + 0x7fffffu) >> 23 : 0u;
-    } else {
-      const int e = int(a >> 23) - kMxEmax;
-      code = uint32_t(e < 0 ? 0 : e);
-    }
-    const bool nan = m > num::kF32InfBits;
-    return {nan ? num::quiet_nan() : num::bits_float((254u - code) << 23), nan ? uint32_t(num::kE8M0NaN) : code};
-  }
-
   // The block scale of a block maximum given as the fp32 bits of |x| (NaN: above 0x7f800000).
   __device__ static num::BlockScale block_scale(const num::ScaleRule& rule, uint32_t m) {
     if constexpr (C::kScheme == num::Scheme::mx) {
-      return mx_block_scale(rule, m);
+      return num::mx_block_scale_bits(m, kElem, rule.rounding);  // without branches
     } else if constexpr (kScaleTable) {
       // finite_amax on |amax| bits (m's sign bit is clear: a test of the bits alone suffices)
       const uint32_t a = m == num::kF32InfBits ? num::kF32MaxBits : m;
