@@ -1,6 +1,8 @@
 // The grid of the specialised quantize kernels (cuda/quantize/fast_launch.hpp), a pure function
-// of the key and the shape: one CTA per row tile for the memory-bound kernels, two persistent
-// waves for FP4, one wave for fused kernels, and every row tile covered in each case.
+// of the key and the shape: one CTA per row tile for the memory-bound kernels, two row tiles per
+// CTA for MXFP4's rows kernel and three for the other FP4 rows and column-block kernels, two
+// persistent waves for NVFP4's 2-D blocks, one wave for fused kernels, and every row tile covered
+// in each case.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -37,8 +39,10 @@ TEST(FastGrid, MemoryBoundKernelsLaunchOneCtaPerRowTile) {
   }
 }
 
-TEST(FastGrid, Fp4KernelsWalkTheirRowTilesOverTwoPersistentWaves) {
-  const FastKey k = rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32);
+TEST(FastGrid, Nvfp42dKernelWalksItsRowTilesOverTwoPersistentWaves) {
+  const FastKey k{2, num::Scheme::nvfp4, num::ElemFormat::e2m1, FastShape::two_d, 16, 16,
+                  num::ScaleLayout::row_major, num::ScaleLayout::row_major};
+  ASSERT_TRUE(fast_key_valid(k));
   const FastGeometry g = fast_geometry(k);
   const int64_t tiles_y = 8192 / g.tile_rows;
   const dim3 grid = fast_grid(k, 8192, 7168, kSms, kBlocksPerSm);
@@ -46,6 +50,41 @@ TEST(FastGrid, Fp4KernelsWalkTheirRowTilesOverTwoPersistentWaves) {
   EXPECT_GT(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);  // more than one wave
   EXPECT_GT(tiles_of_busiest_cta(grid, tiles_y), 1);            // persistent
   EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+}
+
+// The FP4 rows and column-block kernels: two row tiles per CTA for MXFP4's rows kernel, three for
+// the others, however many waves that makes (the last CTA may have fewer); grid.y stays within
+// its limit.
+TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
+  const FastKey mx_cols{2, num::Scheme::mx, num::ElemFormat::e2m1, FastShape::colblocks, 32, 32,
+                        num::ScaleLayout::row_major, num::ScaleLayout::row_major};
+  ASSERT_TRUE(fast_key_valid(mx_cols));
+  const struct {
+    FastKey key;
+    int64_t per_cta;
+  } cases[] = {{rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32), 2},
+               {rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 3},
+               {rows_key(num::Scheme::fp8_block, num::ElemFormat::e2m1, 32), 3},
+               {mx_cols, 3}};
+  for (const auto& c : cases) {
+    const FastGeometry g = fast_geometry(c.key);
+    for (const int64_t rows : {int64_t(8192), int64_t(32768), int64_t(g.tile_rows) * 1001 - 3}) {
+      const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      const dim3 grid = fast_grid(c.key, rows, 7168, kSms, kBlocksPerSm);
+      EXPECT_EQ(int64_t(grid.x), (7168 + g.tile_cols - 1) / g.tile_cols);
+      EXPECT_EQ(int64_t(grid.y), (tiles_y + c.per_cta - 1) / c.per_cta) << rows;
+      EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), c.per_cta) << rows;
+    }
+    EXPECT_EQ(fast_grid(c.key, 8, 7168, kSms, kBlocksPerSm).y, 1u);
+    const dim3 big = fast_grid(c.key, int64_t(g.tile_rows) * 200000, 64, kSms, kBlocksPerSm);
+    EXPECT_EQ(big.y, 65535u);
+    EXPECT_EQ(tiles_of_busiest_cta(big, 200000), (200000 + 65534) / 65535);
+  }
+  // fused FP4 kernels keep their one wave
+  const FastKey fused = rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
+  ASSERT_TRUE(fast_key_valid(fused));
+  const dim3 one = fast_grid(fused, 8192, 7168, kSms, kBlocksPerSm);
+  EXPECT_LE(int64_t(one.x) * one.y, kSms * kBlocksPerSm);
 }
 
 TEST(FastGrid, FusedKernelsKeepOneWave) {

@@ -287,12 +287,12 @@ TEST(GpuQuantize, BitExactStridedRows) {
     }
 }
 
-// More row tiles than the persistent rows grids (FP4, fused: one or two waves of CTAs) have
-// CTAs, so that every CTA walks several tiles (RowsWalk's pointer steps and its 32-bit row count)
-// and the last one is partial (tests/cpp/test_fast_grid.cpp checks that premise); the other
-// tests' shapes give most CTAs a single tile. The FP8 rows recipes launch a CTA per tile and the
-// column-block one (mxfp4:dir=both) takes one 128-row tile per CTA at this height: they are here
-// for the long tall input and its partial last tile.
+// More row tiles than the persistent rows grids (FP4: two or three tiles per CTA, fused: one wave
+// of CTAs) have CTAs, so that every CTA walks several tiles (RowsWalk's pointer steps and its
+// 32-bit row count) and the last one is partial (tests/cpp/test_fast_grid.cpp checks that
+// premise); the other tests' shapes give most CTAs a single tile. The column-block one
+// (mxfp4:dir=both) walks three 128-row tiles per CTA (TileWalk); the FP8 rows recipes launch a
+// CTA per tile: they are here for the long tall input and its partial last tile.
 TEST(GpuQuantize, BitExactTallShapesWalkManyTiles) {
   REQUIRE_GPU();
   uint64_t seed = 3000;

@@ -10,7 +10,15 @@ namespace mxq::cuda {
 //  - memory-bound (the FP8 and row+col kernels): one row tile per CTA, the hardware scheduling
 //    CTAs as others finish. Persistent one-wave grids gave each CTA ~14 tiles of ~3 us, and the
 //    CTAs' uneven finish cost 0.90 of copy bandwidth where one tile each reaches 0.98-1.01;
-//  - issue-bound FP4: persistent over two waves (0.79 -> 0.80-0.85 of copy);
+//  - FP4 rows and column-block kernels (more instructions per byte): a few row tiles per CTA,
+//    two for MXFP4's rows kernel and three for the others (session 22, bf16 8192x7168 /
+//    32768x7168, of copy, against the two persistent waves they had before: mxfp4 0.927-0.934 /
+//    0.946 -> 0.988-0.989 / 1.026 at two tiles, 0.965 / 1.014 at three; fp4_block_1x32 0.895-0.910
+//    / 0.911-0.936 -> 0.919-0.934 / 0.981-0.990 in two runs of three at three tiles, 0.919 /
+//    0.887 in the third; nvfp4 given amax 0.870-0.879 / 0.875-0.907 -> 0.862-0.870 / 0.899-0.947;
+//    mxfp4 row+col 0.689-0.694 / 0.563-0.599 -> 0.726-0.733 /
+//    0.677-0.685). NVFP4's 16 x 16 blocks (nvfp4_2d) keep the two waves (0.796-0.797 /
+//    0.809-0.819 against 0.740 / 0.812 at three tiles);
 //  - fused rows kernels: one wave (each CTA publishes its dbias and amax with atomics once; one
 //    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15);
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
@@ -18,6 +26,12 @@ namespace mxq::cuda {
 //    one wave each have enough elements to fill the bf16 table (fast.cuh ActTable) and use it
 //    (session 17: mxfp8 row+col dgelu + dbias 0.40-0.41 -> 0.56-0.58).
 namespace {
+
+// Row tiles per CTA of the plain FP4 kernels that take a fixed number (0: the others).
+int64_t fp4_row_tiles(const FastKey& key) {
+  if (key.fuse || key.elem != num::ElemFormat::e2m1 || key.shape == FastShape::two_d) return 0;
+  return key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3;
+}
 
 // Elements per CTA from which filling the bf16 table (8192 evaluations) pays: twice its size.
 bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
@@ -39,6 +53,8 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
   const int64_t wave = int64_t(sms) * std::max(1, blocks_per_sm);
+  if (const int64_t per_cta = fp4_row_tiles(key); per_cta > 0)
+    return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(num::ceil_div(tiles_y, per_cta), 1, 65535)));
   const int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
   if (waves > 0) return spread(gx, tiles_y, wave * waves);
   if (act_table_capable(key)) {  // a fused 8-row shape: one wave where its CTAs then fill the bf16 table

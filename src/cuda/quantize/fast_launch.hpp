@@ -14,10 +14,11 @@ namespace mxq::cuda {
 
 // Grid of a specialised kernel over a rows x cols input, by what bounds the kernel (the policy
 // and its measurements are in fast_launch.cpp): one CTA per row tile for the memory-bound
-// kernels and the fused 8-row shapes (grid.y capped at 65535, the CTAs loop beyond), else CTAs
-// that walk the row tiles over two persistent waves (FP4) or one (fused rows kernels),
-// `blocks_per_sm` being the kernel's measured occupancy on `sms` SMs, with the tiles spread as
-// evenly as the waves allow.
+// kernels and the fused 8-row shapes (grid.y capped at 65535, the CTAs loop beyond), two or three
+// row tiles per CTA for the FP4 rows and column-block kernels, else CTAs that walk the row tiles
+// over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels), `blocks_per_sm`
+// being the kernel's measured occupancy on `sms` SMs, with the tiles spread as evenly as the
+// waves allow.
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
 
 // Whether the fused kernel `key` launched on `grid` over a rows x cols input looks its function
