@@ -17,6 +17,8 @@
 #   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
 #   MXQ_PYTEST_TIMEOUT=150 ...                    seconds for them (default 300; rc 124 when cut)
 #   MXQ_GEMM_BENCH_ARGS=--quick ...               two GEMM shapes only
+#   MXQ_BENCH=quantize ...                        the quantize benchmark alone (no JIT or GEMM
+#                                                 benchmark; their programs are not built)
 # The device tool stops a command at 600 s: split a full check over calls with these.
 # Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
 # scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
@@ -40,7 +42,10 @@ note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-if cmake --build "$BUILD" -j "$(nproc)" --target mxq mxq_gpu_tests bench_quantize_gpu bench_gemm_gpu bench_jit _core >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+targets="mxq mxq_gpu_tests bench_quantize_gpu"
+[ -n "${MXQ_SKIP_PYTEST:-}" ] || targets+=" _core"
+[ "${MXQ_BENCH:-all}" = quantize ] || targets+=" bench_gemm_gpu bench_jit"
+if cmake --build "$BUILD" -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
 
 # The GPU test binary directly (label gpu in ctest; there it reports SKIPPED without a GPU).
 "$BUILD/tests/gpu/mxq_gpu_tests" --gtest_filter="${MXQ_GPU_TEST_FILTER:-*}" >"$OUT/gpu_tests.log" 2>&1
@@ -95,6 +100,7 @@ if [ -n "${MXQ_NCU:-}" ]; then  # MXQ_NCU="mxfp8 nvfp4 ...": one profiled tile-k
 fi
 
 if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
+  if [ "${MXQ_BENCH:-all}" != quantize ]; then
   # JIT costs: compile, disk load, memory hit (bench_jit), and a cold vs warm `mxq cache warmup`
   "$BUILD/bench/bench_jit" >"$OUT/bench_jit.log" 2>&1 || note "bench_jit: FAILED rc=$?"
   note "jit: $(grep -E 'compile|fused|disk-cache|memory-cache' "$OUT/bench_jit.log" | tr -s ' ' | tr '\n' ';')"
@@ -103,13 +109,17 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   t0=$(date +%s.%N); MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t1=$(date +%s.%N)
   MXQ_CACHE_DIR="$jc" "$BUILD/mxq" cache warmup >/dev/null 2>&1; t2=$(date +%s.%N)
   note "jit warm-up of every configuration: cold $(python3 -c "print(round($t1 - $t0, 2))") s, from the disk cache $(python3 -c "print(round($t2 - $t1, 2))") s ($(ls "$jc" | wc -l) entries)"
+  fi
   "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
   [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" ${MXQ_PEER_ARGS:-} >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
   # The GEMM (issue 6): cuBLASLt's block-scaled path and the generic kernel through mxq::gemm.
-  "$BUILD/bench/gpu/bench_gemm_gpu" ${MXQ_GEMM_BENCH_ARGS:-} >"$OUT/bench_gemm.log" 2>&1 || note "bench_gemm: FAILED rc=$?"
+  [ "${MXQ_BENCH:-all}" = quantize ] ||
+    "$BUILD/bench/gpu/bench_gemm_gpu" ${MXQ_GEMM_BENCH_ARGS:-} >"$OUT/bench_gemm.log" 2>&1 || note "bench_gemm: FAILED rc=$?"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
-  echo; echo "GEMM (bf16 D, A 1x128 mn_major_tma x B 128x128, CUDA-graph replay):" | tee -a "$OUT/summary.txt"
-  tee -a "$OUT/summary.txt" <"$OUT/bench_gemm.log"
+  if [ "${MXQ_BENCH:-all}" != quantize ]; then
+    echo; echo "GEMM (bf16 D, A 1x128 mn_major_tma x B 128x128, CUDA-graph replay):" | tee -a "$OUT/summary.txt"
+    tee -a "$OUT/summary.txt" <"$OUT/bench_gemm.log"
+  fi
 else
   cat "$status"
 fi
