@@ -81,7 +81,8 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
     EXPECT_EQ(tiles_of_busiest_cta(big, 200000), (200000 + 65534) / 65535);
   }
   // fused FP4 kernels keep their one wave
-  const FastKey fused = rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
+  const FastKey fused =
+      rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
   ASSERT_TRUE(fast_key_valid(fused));
   const dim3 one = fast_grid(fused, 8192, 7168, kSms, kBlocksPerSm);
   EXPECT_LE(int64_t(one.x) * one.y, kSms * kBlocksPerSm);

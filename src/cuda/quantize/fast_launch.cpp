@@ -13,12 +13,12 @@ namespace mxq::cuda {
 //  - FP4 rows and column-block kernels (more instructions per byte): a few row tiles per CTA,
 //    two for MXFP4's rows kernel and three for the others (session 22, bf16 8192x7168 /
 //    32768x7168, of copy, against the two persistent waves they had before: mxfp4 0.927-0.934 /
-//    0.946 -> 0.988-0.989 / 1.026 at two tiles, 0.965 / 1.014 at three; fp4_block_1x32 0.895-0.910
-//    / 0.911-0.936 -> 0.919-0.934 / 0.981-0.990 in two runs of three at three tiles, 0.919 /
-//    0.887 in the third; nvfp4 given amax 0.870-0.879 / 0.875-0.907 -> 0.862-0.870 / 0.899-0.947;
-//    mxfp4 row+col 0.689-0.694 / 0.563-0.599 -> 0.726-0.733 /
-//    0.677-0.685). NVFP4's 16 x 16 blocks (nvfp4_2d) keep the two waves (0.796-0.797 /
-//    0.809-0.819 against 0.740 / 0.812 at three tiles);
+//    0.946 -> 0.988-0.989 / 1.026 at two tiles, 0.965 / 1.014 at three; fp4_block_1x32
+//    0.895-0.910 / 0.911-0.936 -> 0.919-0.934 / 0.981-0.990 at three tiles in two runs of three,
+//    0.919 / 0.887 in the third; nvfp4 given amax 0.870-0.879 / 0.875-0.907 -> 0.862-0.870 /
+//    0.899-0.947; mxfp4 row+col 0.689-0.694 / 0.563-0.599 -> 0.726-0.733 / 0.677-0.685). NVFP4's
+//    16 x 16 blocks (nvfp4_2d) keep the two waves (0.796-0.797 / 0.809-0.819 against 0.740 /
+//    0.812 at three tiles);
 //  - fused rows kernels: one wave (each CTA publishes its dbias and amax with atomics once; one
 //    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15);
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
