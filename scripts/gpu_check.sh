@@ -100,6 +100,12 @@ if [ -n "${MXQ_NCU:-}" ]; then  # MXQ_NCU="mxfp8 nvfp4 ...": one profiled tile-k
 fi
 
 if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
+  # The SM clock, power and throttle reasons every 500 ms while the benchmarks run: the
+  # issue-bound kernels move with the SM clock, the copy and the memory-bound ones do not
+  # (session 22 saw some FP4 and fused kernels up to 27% slower late in the full benchmark).
+  nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv,noheader,nounits \
+    -lms 500 >"$OUT/clocks.csv" 2>/dev/null &
+  clocks_pid=$!
   if [ "${MXQ_BENCH:-all}" != quantize ]; then
   # JIT costs: compile, disk load, memory hit (bench_jit), and a cold vs warm `mxq cache warmup`
   "$BUILD/bench/bench_jit" >"$OUT/bench_jit.log" 2>&1 || note "bench_jit: FAILED rc=$?"
@@ -115,6 +121,8 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   # The GEMM (issue 6): cuBLASLt's block-scaled path and the generic kernel through mxq::gemm.
   [ "${MXQ_BENCH:-all}" = quantize ] ||
     "$BUILD/bench/gpu/bench_gemm_gpu" ${MXQ_GEMM_BENCH_ARGS:-} >"$OUT/bench_gemm.log" 2>&1 || note "bench_gemm: FAILED rc=$?"
+  kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null
+  note "clocks during the benchmarks ($(wc -l <"$OUT/clocks.csv") samples): SM $(cut -d, -f1 "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr -d ' ' | paste -sd-) MHz, power $(cut -d, -f2 "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr -d ' ' | paste -sd-) W, throttle reasons $(cut -d, -f3 "$OUT/clocks.csv" | tr -d ' ' | sort | uniq -c | tr -s ' ' | paste -sd' ')"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
   if [ "${MXQ_BENCH:-all}" != quantize ]; then
     echo; echo "GEMM (bf16 D, A 1x128 mn_major_tma x B 128x128, CUDA-graph replay):" | tee -a "$OUT/summary.txt"
