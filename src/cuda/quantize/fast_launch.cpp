@@ -27,10 +27,10 @@ namespace mxq::cuda {
 //    (session 17: mxfp8 row+col dgelu + dbias 0.40-0.41 -> 0.56-0.58).
 namespace {
 
-// Row tiles per CTA of the plain FP4 kernels that take a fixed number (0: the others).
-int64_t fp4_row_tiles(const FastKey& key) {
-  if (key.fuse || key.elem != num::ElemFormat::e2m1 || key.shape == FastShape::two_d) return 0;
-  return key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3;
+// gx CTAs across and enough down that none walks more than `per_cta` row tiles (strided by
+// grid.y, fast_quantize_kernel's loop); grid.y capped at 65535, the CTAs loop beyond.
+dim3 tiles_per_cta(int64_t gx, int64_t tiles_y, int64_t per_cta) {
+  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(num::ceil_div(tiles_y, per_cta), 1, 65535)));
 }
 
 // Elements per CTA from which filling the bf16 table (8192 evaluations) pays: twice its size.
@@ -42,8 +42,7 @@ bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
 dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
   const int64_t per_wave = std::max<int64_t>(1, slots / gx);    // CTAs down the rows
   const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);  // row tiles of the busiest CTA
-  const int64_t gy = num::ceil_div(tiles_y, tiles_each);        // fewest CTAs with that many
-  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(gy, 1, 65535)));
+  return tiles_per_cta(gx, tiles_y, tiles_each);                // fewest CTAs with that many
 }
 
 }  // namespace
@@ -53,15 +52,17 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
   const int64_t wave = int64_t(sms) * std::max(1, blocks_per_sm);
-  if (const int64_t per_cta = fp4_row_tiles(key); per_cta > 0)
-    return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(num::ceil_div(tiles_y, per_cta), 1, 65535)));
-  const int waves = key.fuse ? (key.shape == FastShape::rows ? 1 : 0) : (key.elem == num::ElemFormat::e2m1 ? 2 : 0);
-  if (waves > 0) return spread(gx, tiles_y, wave * waves);
+  if (!key.fuse) {
+    if (key.elem != num::ElemFormat::e2m1) return tiles_per_cta(gx, tiles_y, 1);  // memory-bound
+    if (key.shape == FastShape::two_d) return spread(gx, tiles_y, 2 * wave);      // NVFP4's 2-D blocks
+    return tiles_per_cta(gx, tiles_y, key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3);
+  }
+  if (key.shape == FastShape::rows) return spread(gx, tiles_y, wave);  // fused rows kernels: one wave
   if (act_table_capable(key)) {  // a fused 8-row shape: one wave where its CTAs then fill the bf16 table
     const dim3 one = spread(gx, tiles_y, wave);
     if (act_table_fill_pays(rows, cols, one)) return one;
   }
-  return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(tiles_y, 1, 65535)));  // the kernel loops beyond
+  return tiles_per_cta(gx, tiles_y, 1);
 }
 
 namespace {
