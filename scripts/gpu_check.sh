@@ -17,6 +17,8 @@
 #   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
 #   MXQ_PYTEST_TIMEOUT=150 ...                    seconds for them (default 300; rc 124 when cut)
 #   MXQ_GEMM_BENCH_ARGS=--quick ...               two GEMM shapes only
+#   MXQ_BENCH_SWEEP='--only nvfp4 --shape 4096x7168 --shape 8192x7168' ...  a second quantize
+#                                                 benchmark run with these arguments, its rows last
 #   MXQ_BENCH=quantize ...                        the quantize benchmark alone (no JIT or GEMM
 #                                                 benchmark; their programs are not built)
 # The device tool stops a command at 600 s: split a full check over calls with these.
@@ -117,6 +119,9 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   note "jit warm-up of every configuration: cold $(python3 -c "print(round($t1 - $t0, 2))") s, from the disk cache $(python3 -c "print(round($t2 - $t1, 2))") s ($(ls "$jc" | wc -l) entries)"
   fi
   "$BUILD/bench/gpu/bench_quantize_gpu" --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 || note "bench: FAILED rc=$?"
+  if [ -n "${MXQ_BENCH_SWEEP:-}" ]; then  # a second run of the benchmark with these arguments (--only, --shape, --repeat)
+    "$BUILD/bench/gpu/bench_quantize_gpu" $MXQ_BENCH_SWEEP >"$OUT/bench_sweep.log" 2>&1 || note "bench sweep: FAILED rc=$?"
+  fi
   [ -n "${MXQ_SKIP_PEER:-}" ] || PYTHONUNBUFFERED=1 timeout "${MXQ_PEER_TIMEOUT:-420}" python3 bench/gpu/peer_torch.py --json "$OUT/peer.json" ${MXQ_PEER_ARGS:-} >"$OUT/peer.log" 2>&1 || note "torch peer: FAILED or timed out rc=$?"
   # The GEMM (issue 6): cuBLASLt's block-scaled path and the generic kernel through mxq::gemm.
   [ "${MXQ_BENCH:-all}" = quantize ] ||
@@ -124,6 +129,9 @@ if [ -z "${MXQ_SKIP_BENCH:-}" ]; then
   kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null
   note "clocks during the benchmarks ($(wc -l <"$OUT/clocks.csv") samples): SM $(cut -d, -f1 "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr -d ' ' | paste -sd-) MHz, power $(cut -d, -f2 "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr -d ' ' | paste -sd-) W, throttle reasons $(cut -d, -f3 "$OUT/clocks.csv" | tr -d ' ' | sort | uniq -c | tr -s ' ' | paste -sd' ')"
   python3 scripts/summary.py "$OUT/bench.json" "$OUT/peer.json" "$status" | tee "$OUT/summary.txt"
+  if [ -n "${MXQ_BENCH_SWEEP:-}" ]; then
+    { echo; echo "bench_quantize_gpu $MXQ_BENCH_SWEEP:"; grep -E 'x[0-9]+ ' "$OUT/bench_sweep.log"; } | tee -a "$OUT/summary.txt"
+  fi
   if [ "${MXQ_BENCH:-all}" != quantize ]; then
     echo; echo "GEMM (bf16 D, A 1x128 mn_major_tma x B 128x128, CUDA-graph replay):" | tee -a "$OUT/summary.txt"
     tee -a "$OUT/summary.txt" <"$OUT/bench_gemm.log"

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -93,16 +95,30 @@ struct Row {
 
 int main(int argc, char** argv) {
   std::string json_path;
-  std::string only;
+  std::vector<std::string> only;  // --only R (repeatable): these recipes, any recipe string, or "R+fused"
+  std::vector<std::pair<int64_t, int64_t>> custom_shapes;  // --shape MxK (repeatable)
+  int repeat = 1;  // --repeat N: the recipe list N times over, in one process (A/B within a run)
   bool quick = false;
   bool host_only = false;  // --host: only the host cost per call
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only.emplace_back(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--host")) host_only = true;
-    else {
-      std::fprintf(stderr, "usage: bench_quantize_gpu [--quick] [--host] [--only RECIPE] [--json FILE]\n");
+    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc && std::atoi(argv[i + 1]) > 0) repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
+      long long m = 0, k = 0;
+      char tail = 0;
+      if (std::sscanf(argv[++i], "%lldx%lld%c", &m, &k, &tail) != 2 || m <= 0 || k <= 0) {
+        std::fprintf(stderr, "bench_quantize_gpu: --shape '%s': expected MxK with positive M and K, e.g. 8192x7168\n",
+                     argv[i]);
+        return 2;
+      }
+      custom_shapes.emplace_back(m, k);
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench_quantize_gpu [--quick] [--host] [--only RECIPE]... [--shape MxK]... [--repeat N] "
+                   "[--json FILE]\n");
       return 2;
     }
   }
@@ -113,13 +129,29 @@ int main(int argc, char** argv) {
   const Device gpu{DeviceKind::cuda, 0};
   cudaStream_t s;
   ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-  const char* recipes[] = {"fp8_tensor", "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma",
+  const char* const default_recipes[] = {"fp8_tensor", "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma",
                            "fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128", "mxfp8",
                            "mxfp8:dir=both", "mxfp8:dir=both,colform=same", "mxfp8_e5m2", "mxfp4",
                            "mxfp4:dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
                            "fp4_block_1x32"};
+  // --only picks plain recipes by their recipe string (not only those of the default list) and
+  // fused rows as "R+fused"
+  auto wanted = [&](const std::string& name) { return only.empty() || std::count(only.begin(), only.end(), name) > 0; };
+  std::vector<std::string> recipes;
+  if (only.empty()) recipes.assign(std::begin(default_recipes), std::end(default_recipes));
+  for (const std::string& o : only)
+    if (o.size() < 6 || o.compare(o.size() - 6, 6, "+fused") != 0) recipes.push_back(o);
+  for (const std::string& rt : recipes) {
+    try {
+      (void)Recipe::parse(rt);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_quantize_gpu: --only '%s': %s\n", rt.c_str(), e.what());
+      return 2;
+    }
+  }
   std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 7168}, {32768, 7168}};
   if (quick) shapes = {{1024, 7168}};
+  if (!custom_shapes.empty()) shapes = custom_shapes;
   if (host_only) shapes.clear();
   std::vector<Row> rows;
   for (auto [m, k] : shapes) {
@@ -136,8 +168,8 @@ int main(int argc, char** argv) {
     const double copy_gbps = 2.0 * double(x.bytes()) / copy_ms / 1e6;
     const std::string shape = std::to_string(m) + "x" + std::to_string(k);
     rows.push_back({"copy (D2D)", shape, "peer", copy_ms, copy_gbps, copy_gbps, 1.0, 0.0});
-    for (const char* rt : recipes) {
-      if (!only.empty() && only != rt) continue;
+    for (int pass = 0; pass < repeat; ++pass)
+    for (const std::string& rt : recipes) {
       const Recipe r = Recipe::parse(rt);
       cli::QuantizedBuffers q(r, m, k, gpu);
       const double bytes = double(x.bytes()) + double(q.layout().total_bytes());
@@ -175,7 +207,7 @@ int main(int argc, char** argv) {
                               {"nvfp4", Activation::swiglu, false, false}};
     cli::DeviceBuffer dbias(gpu, k * 4);
     for (const FusedRow& fr : fused) {
-      if (!only.empty() && only != std::string(fr.recipe) + "+fused") continue;
+      if (!wanted(std::string(fr.recipe) + "+fused")) continue;
       const Recipe r = Recipe::parse(fr.recipe);
       const bool gated = num::is_gated(fr.act);
       const int64_t n = gated ? k / 2 : k;
