@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "cuda/quantize/fast_launch.hpp"
+#include "runtime/jit/compile.hpp"
 #include "mxq/numerics/activations.h"
 
 namespace mxq::cuda {
@@ -50,6 +52,69 @@ TEST(FastGrid, Nvfp42dKernelWalksItsRowTilesOverTwoPersistentWaves) {
   EXPECT_GT(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);  // more than one wave
   EXPECT_GT(tiles_of_busiest_cta(grid, tiles_y), 1);            // persistent
   EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+}
+
+// The row tiles CTA row `cy` of a FastLaunch walks, as fast_quantize_kernel computes them.
+std::vector<int64_t> walk_of(const FastLaunch& l, int64_t cy, int64_t tiles_y) {
+  int64_t first = cy, step = l.grid.y, end = tiles_y;
+  if (l.long_ctas > 0) {
+    const int64_t shared = tiles_y - (int64_t(l.grid.y) - l.long_ctas);
+    if (cy < l.long_ctas) {
+      step = l.long_ctas;
+      end = shared;
+    } else {
+      first = shared + (cy - l.long_ctas);
+    }
+  }
+  std::vector<int64_t> t;
+  for (int64_t ty = first; ty < end; ty += step) t.push_back(ty);
+  return t;
+}
+
+// Where the plain FP4 kernels' CTAs walk several row tiles, the last row tiles go one per CTA to
+// a wave of short CTAs (the last ones the GPU starts), and every row tile is still walked exactly
+// once; fused kernels, NVFP4's 2-D blocks and one-tile grids keep fast_grid's walk.
+TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
+  const FastKey mx_cols{2, num::Scheme::mx, num::ElemFormat::e2m1, FastShape::colblocks, 32, 32,
+                        num::ScaleLayout::row_major, num::ScaleLayout::row_major};
+  const FastKey nv2d{2, num::Scheme::nvfp4, num::ElemFormat::e2m1, FastShape::two_d, 16, 16,
+                     num::ScaleLayout::row_major, num::ScaleLayout::row_major};
+  for (const FastKey& key : {rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32),
+                             rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16),
+                             rows_key(num::Scheme::fp8_block, num::ElemFormat::e2m1, 32), mx_cols}) {
+    ASSERT_TRUE(fast_key_valid(key));
+    const FastGeometry g = fast_geometry(key);
+    for (const int64_t rows : {int64_t(4096), int64_t(8192), int64_t(32768), int64_t(g.tile_rows) * 1001 - 3}) {
+      const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      const dim3 plain = fast_grid(key, rows, 7168, kSms, kBlocksPerSm);
+      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm);
+      ASSERT_GT(l.long_ctas, 0) << runtime::jit::key_text(key) << " rows " << rows;
+      EXPECT_EQ(l.grid.x, plain.x);
+      const int64_t wave_rows = kSms * kBlocksPerSm / plain.x;
+      EXPECT_EQ(int64_t(l.grid.y) - l.long_ctas, wave_rows) << "a wave of short CTAs";
+      std::vector<int> seen(size_t(tiles_y), 0);
+      for (int64_t cy = 0; cy < l.grid.y; ++cy) {
+        const std::vector<int64_t> w = walk_of(l, cy, tiles_y);
+        EXPECT_LE(int64_t(w.size()), tiles_of_busiest_cta(plain, tiles_y)) << "no CTA longer than before";
+        if (cy >= l.long_ctas) {
+          EXPECT_EQ(w.size(), 1u) << "short CTA " << cy;
+        }
+        for (const int64_t t : w) ++seen[size_t(t)];
+      }
+      for (int64_t t = 0; t < tiles_y; ++t) ASSERT_EQ(seen[size_t(t)], 1) << "row tile " << t << " of " << tiles_y;
+    }
+  }
+  // one tile per CTA already, fused, NVFP4's 2-D blocks, or too few tiles for a tail: fast_grid's
+  const FastKey mxfp8 = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32);
+  const FastKey fused = rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
+  for (const FastKey& key : {mxfp8, fused, nv2d}) {
+    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm);
+    EXPECT_EQ(l.long_ctas, 0) << runtime::jit::key_text(key);
+    EXPECT_EQ(l.grid.y, fast_grid(key, 8192, 7168, kSms, kBlocksPerSm).y);
+  }
+  EXPECT_EQ(fast_launch_shape(rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 64, 7168, kSms, kBlocksPerSm)
+                .long_ctas,
+            0);
 }
 
 // The FP4 rows and column-block kernels: two row tiles per CTA for MXFP4's rows kernel, three for
@@ -113,6 +178,12 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
       {rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32), 100003, 64},
       {rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 100003, 64},
       {rows_key(num::Scheme::fp8_block, num::ElemFormat::e2m1, 32), 100003, 64},
+      {FastKey{2, num::Scheme::nvfp4, num::ElemFormat::e2m1, FastShape::two_d, 16, 16, num::ScaleLayout::row_major,
+               num::ScaleLayout::row_major},
+       100003, 64},
+      {FastKey{2, num::Scheme::mx, num::ElemFormat::e2m1, FastShape::colblocks, 32, 32, num::ScaleLayout::row_major,
+               num::ScaleLayout::row_major},
+       100003, 64},
       {nvfp4_f32, 50021, 32},
       {rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(int(num::Activation::swiglu), false, false)),
        60001, 64},
@@ -127,6 +198,11 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
     const int64_t tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
     const dim3 grid = fast_grid(c.key, c.rows, c.cols, kSms, 2048 / g.threads);
     EXPECT_GE(tiles_of_busiest_cta(grid, tiles_y), 2) << "shape " << int(c.key.shape) << " elem " << int(c.key.elem);
+    // the plain ones end on one-tile CTAs (FastLaunch) at the occupancy their register budget
+    // gives, which the GPU test then covers too
+    if (!c.key.fuse && c.key.shape != FastShape::two_d) {
+      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks).long_ctas, 0) << runtime::jit::key_text(c.key);
+    }
     // and a partial last tile
     EXPECT_NE(c.rows % g.tile_rows, 0);
   }

@@ -211,8 +211,9 @@ struct TileWalk {
     }
     return s;
   }
-  __device__ bool next_exists() const { return r0 - lane_row + step < p.rows; }  // warp-uniform
-  __device__ bool done() const { return r0 - lane_row >= p.rows; }
+  int64_t end;  // the walk's last row tile starts below this row (p.rows, or a long CTA's share)
+  __device__ bool next_exists() const { return r0 - lane_row + step < end; }  // warp-uniform
+  __device__ bool done() const { return r0 - lane_row >= end; }
   __device__ void advance() { r0 += step; }
 };
 
@@ -234,15 +235,20 @@ struct RowsWalk {
   const char* x2 = nullptr;  // dact: act_input (the gate half is x + gate_offset)
   uint8_t* codes;
   uint8_t* scales = nullptr;
-  int left;  // rows from this thread's first row to the end; <= 0: none
+  // rows from this thread's first row to the end of the walk (p.rows, or a long CTA's share's
+  // end, below which every tile is whole); <= 0: none
+  int left;
+  int end;
   int step, lane_row;
   int64_t pitch, pitch2 = 0, code_pitch, xstep, x2step = 0, code_step, scale_step = 0;
   int64_t c0;
   bool col_live, block_live;
 
-  __device__ RowsWalk(const TileParams& p_, int64_t r0, int64_t c0_, int64_t step_, int lane_row_, int cl)
+  __device__ RowsWalk(const TileParams& p_, int64_t r0, int64_t c0_, int64_t step_, int lane_row_, int cl,
+                      int64_t end_)
       : p(p_), c0(c0_) {
-    left = int(p.rows - r0);
+    end = int(end_);
+    left = int(end_ - r0);
     step = int(step_);
     lane_row = lane_row_;
     // 32-bit compares: the columns are below kFastMaxCols
@@ -286,7 +292,7 @@ struct RowsWalk {
   __device__ void put_scale(int i, int t, uint32_t stored) const {
     if (!block_live || i >= left) return;
     if constexpr (kScalePointer) scales[t * p.row_geom.kb] = uint8_t(stored);
-    else put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, p.rows - left + i, block_col<C::kG>(c0),
+    else put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, end - left + i, block_col<C::kG>(c0),
                                       stored);
   }
   __device__ bool next_exists() const { return left + lane_row > step; }  // warp-uniform
@@ -1181,7 +1187,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // below kFastMaxCols (the launcher's condition): 32-bit arithmetic, no high word to keep
   const int64_t c0 = int64_t((uint32_t(blockIdx.x) * C::kWC + wc) * uint32_t(8 * C::kCL) + uint32_t(cl * 8));
   const int lane_row = (wr * C::kRL + rl) * C::kR;
-  const int64_t step = int64_t(gridDim.y) * C::kTileRows;
 
   if constexpr (ActTable<C>::kOn) {
     if (p.act_table) ActTable<C>::fill();  // reads no global memory: ahead of the wait
@@ -1191,15 +1196,34 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
 
-  const int64_t r0 = int64_t(blockIdx.y) * C::kTileRows + lane_row;
-  if (int64_t(blockIdx.y) * C::kTileRows >= p.rows) {
+  // The row tiles of this CTA: blockIdx.y, + gridDim.y, ... to the end; or, with a short tail
+  // (long_ctas, FastLaunch), the long CTAs' stride over the tiles ahead of the last
+  // gridDim.y - long_ctas, each of which one short CTA takes.
+  // (32-bit: rows is below kFastMaxRows)
+  int first = int(blockIdx.y), step_tiles = int(gridDim.y), end = int(p.rows);
+  if (p.long_ctas > 0) {
+    const int tiles = (end + C::kTileRows - 1) / C::kTileRows;
+    const int shared = tiles - (step_tiles - p.long_ctas);  // the long CTAs' tiles
+    if (first < p.long_ctas) {
+      step_tiles = p.long_ctas;
+      end = shared * C::kTileRows;
+    } else {
+      first = shared + (first - p.long_ctas);  // one tile: the next is past the end
+    }
+  }
+  const int64_t step = int64_t(step_tiles) * C::kTileRows;
+  const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
+  if (int64_t(first) * C::kTileRows >= p.rows) {
     prepare_rule(p, C::kElem);  // block (0, 0) of an empty launch still publishes the global scale
     return;
   }
   using Walk = typename Pick<C::kShape == FastShape::rows, RowsWalk<C>, TileWalk<C>>::type;
   Walk at = [&] {
-    if constexpr (C::kShape == FastShape::rows) return RowsWalk<C>(p, r0, c0, step, lane_row, cl);
-    else return TileWalk<C>{p, r0, c0, lane_row, step};
+    if constexpr (C::kShape == FastShape::rows) {
+      return RowsWalk<C>(p, r0, c0, step, lane_row, cl, end);
+    } else {
+      return TileWalk<C>{p, r0, c0, lane_row, step, int(p.cols) - int(c0), end};
+    }
   }();
   FusedStats<C> stats;
   L a{};

@@ -24,10 +24,11 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  const dim3 grid = fast_grid(C::kKey, rows, cols, sms, blocks_per_sm);
+  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm);
   TileParams params = p;
-  params.act_table = act_table_pays(C::kKey, rows, cols, grid);
-  return pdl_launch_smem(fast_quantize_kernel<C>, grid, dim3(C::kThreads), kSmem, stream, params);
+  params.act_table = act_table_pays(C::kKey, rows, cols, l.grid);
+  params.long_ctas = l.long_ctas;
+  return pdl_launch_smem(fast_quantize_kernel<C>, l.grid, dim3(C::kThreads), kSmem, stream, params);
 }
 
 using E = num::ElemFormat;

@@ -21,6 +21,18 @@ namespace mxq::cuda {
 // waves allow.
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
 
+// The launch of a specialised kernel: fast_grid's, except that where the plain FP4 rows and
+// column-block kernels' CTAs walk several row tiles, the last row tiles go one per CTA to a wave
+// of short CTAs (TileParams::long_ctas). CTAs start in block order, so the ones still running
+// when the others are done are short. Session 23, same process, of copy at 4096 / 8192 rows x
+// 7168: mxfp4 0.92 / 0.96 -> 0.94 / 0.98, fp4_block_1x32 0.81 / 0.91 -> 0.84 / 0.92, nvfp4
+// (given amax) 0.76 / 0.86 -> 0.78 / 0.86; unchanged at 32768 rows.
+struct FastLaunch {
+  dim3 grid;
+  int long_ctas;  // 0: fast_grid's strided walk alone
+};
+FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
+
 // Whether the fused kernel `key` launched on `grid` over a rows x cols input looks its function
 // up in a bf16 table (fast.cuh ActTable): where the key allows it (act_table_capable) and each
 // CTA has at least twice the table's 8192 entries of elements to quantize, so that filling it

@@ -185,7 +185,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
             const cuda::TileParams& p) {
   const Loaded& k = loaded(key, device);
   const cuda::FastGeometry g = cuda::fast_geometry(key);
-  const dim3 grid = cuda::fast_grid(key, rows, cols, sms, k.blocks_per_sm);
+  const cuda::FastLaunch shape = cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm);
+  const dim3 grid = shape.grid;
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid.x;
   cfg.gridDimY = grid.y;
@@ -201,6 +202,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.numAttrs = 1;
   cuda::TileParams params = p;
   params.act_table = cuda::act_table_pays(key, rows, cols, grid);
+  params.long_ctas = shape.long_ctas;
   void* args[] = {&params};
   if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
     check_cu(r, "jit: launching " + key_text(key));
