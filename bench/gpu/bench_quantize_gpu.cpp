@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only.emplace_back(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--host")) host_only = true;
-    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc && std::atoi(argv[i + 1]) > 0) repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+      repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
       long long m = 0, k = 0;
       char tail = 0;
@@ -168,26 +169,27 @@ int main(int argc, char** argv) {
     const double copy_gbps = 2.0 * double(x.bytes()) / copy_ms / 1e6;
     const std::string shape = std::to_string(m) + "x" + std::to_string(k);
     rows.push_back({"copy (D2D)", shape, "peer", copy_ms, copy_gbps, copy_gbps, 1.0, 0.0});
-    for (int pass = 0; pass < repeat; ++pass)
-    for (const std::string& rt : recipes) {
-      const Recipe r = Recipe::parse(rt);
-      cli::QuantizedBuffers q(r, m, k, gpu);
-      const double bytes = double(x.bytes()) + double(q.layout().total_bytes());
-      for (int given_amax = 0; given_amax < 2; ++given_amax) {
-        const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
-        if (given_amax && !global) continue;
-        QuantizeOptions o;
-        o.stream = s;
-        o.backend = Backend::cuda_aot;
-        if (given_amax) o.amax_in = static_cast<const float*>(amax_given.data());
-        // The amax is an output only where the recipe needs it (an extra pass elsewhere).
-        QuantizedTensor qv = q.view();
-        if (!global) qv.amax = Buffer{};
-        const double ms = graph_ms_per_call([&] { quantize(xv, qv, o); }, s);
-        const double eager_ms = median_ms([&] { quantize(xv, qv, o); }, 20, s);
-        const double gbps = bytes / ms / 1e6;
-        rows.push_back({r.name(), shape, global ? (given_amax ? "given amax: 1 pass" : "device amax: 2 passes") : "",
-                        ms, gbps, copy_gbps, gbps / copy_gbps, eager_ms});
+    for (int pass = 0; pass < repeat; ++pass) {
+      for (const std::string& rt : recipes) {
+        const Recipe r = Recipe::parse(rt);
+        cli::QuantizedBuffers q(r, m, k, gpu);
+        const double bytes = double(x.bytes()) + double(q.layout().total_bytes());
+        for (int given_amax = 0; given_amax < 2; ++given_amax) {
+          const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+          if (given_amax && !global) continue;
+          QuantizeOptions o;
+          o.stream = s;
+          o.backend = Backend::cuda_aot;
+          if (given_amax) o.amax_in = static_cast<const float*>(amax_given.data());
+          // The amax is an output only where the recipe needs it (an extra pass elsewhere).
+          QuantizedTensor qv = q.view();
+          if (!global) qv.amax = Buffer{};
+          const double ms = graph_ms_per_call([&] { quantize(xv, qv, o); }, s);
+          const double eager_ms = median_ms([&] { quantize(xv, qv, o); }, 20, s);
+          const double gbps = bytes / ms / 1e6;
+          const char* note = global ? (given_amax ? "given amax: 1 pass" : "device amax: 2 passes") : "";
+          rows.push_back({r.name(), shape, note, ms, gbps, copy_gbps, gbps / copy_gbps, eager_ms});
+        }
       }
     }
     // Fused epilogues (cuda-jit kernels): bytes are everything read (input, and act_input for

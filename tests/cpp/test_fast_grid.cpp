@@ -106,7 +106,8 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
   }
   // one tile per CTA already, fused, NVFP4's 2-D blocks, or too few tiles for a tail: fast_grid's
   const FastKey mxfp8 = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32);
-  const FastKey fused = rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
+  const FastKey fused =
+      rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
   for (const FastKey& key : {mxfp8, fused, nv2d}) {
     const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm);
     EXPECT_EQ(l.long_ctas, 0) << runtime::jit::key_text(key);
@@ -201,7 +202,8 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
     // the plain ones end on one-tile CTAs (FastLaunch) at the occupancy their register budget
     // gives, which the GPU test then covers too
     if (!c.key.fuse && c.key.shape != FastShape::two_d) {
-      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks).long_ctas, 0) << runtime::jit::key_text(c.key);
+      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks).long_ctas, 0)
+          << runtime::jit::key_text(c.key);
     }
     // and a partial last tile
     EXPECT_NE(c.rows % g.tile_rows, 0);

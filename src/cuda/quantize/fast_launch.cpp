@@ -27,6 +27,11 @@ namespace mxq::cuda {
 //    (session 17: mxfp8 row+col dgelu + dbias 0.40-0.41 -> 0.56-0.58).
 namespace {
 
+// Row tiles of a rows-row input (at least one: an empty launch still publishes a global scale).
+int64_t row_tiles(const FastGeometry& g, int64_t rows) {
+  return std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
+}
+
 // gx CTAs across and enough down that none walks more than `per_cta` row tiles (strided by
 // grid.y, fast_quantize_kernel's loop); grid.y capped at 65535, the CTAs loop beyond.
 dim3 tiles_per_cta(int64_t gx, int64_t tiles_y, int64_t per_cta) {
@@ -50,7 +55,7 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
-  const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
+  const int64_t tiles_y = row_tiles(g, rows);
   const int64_t wave = int64_t(sms) * std::max(1, blocks_per_sm);
   if (!key.fuse) {
     if (key.elem != num::ElemFormat::e2m1) return tiles_per_cta(gx, tiles_y, 1);  // memory-bound
@@ -67,8 +72,7 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
 
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
   const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm);
-  const FastGeometry g = fast_geometry(key);
-  const int64_t tiles_y = std::max<int64_t>(1, num::ceil_div(rows, g.tile_rows));
+  const int64_t tiles_y = row_tiles(fast_geometry(key), rows);
   const int64_t per_cta = num::ceil_div(tiles_y, grid.y);  // row tiles of the busiest CTA
   // Fused kernels publish their statistics once per CTA: their grids stay as they are. So does
   // NVFP4's 2-D one (session 23, same process: 0.790 / 0.853 of copy with the tail against 0.799
