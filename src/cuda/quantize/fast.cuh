@@ -228,8 +228,12 @@ struct RowsWalk {
   static constexpr int kInBytes = C::kInDType == 0 ? 4 : 2;
   static constexpr bool kFp4 = C::kElem == num::ElemFormat::e2m1;
   // MX and NVFP4 scales are always 1 byte; row_major puts block (r, kb) at r * kb_count + kb.
-  static constexpr bool kScalePointer =
-      C::kRowLayout == num::ScaleLayout::row_major && (C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::nvfp4);
+  static constexpr bool kByteScales = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::nvfp4;
+  static constexpr bool kScalePointer = kByteScales && C::kRowLayout == num::ScaleLayout::row_major;
+  // swizzled_128x4 (layouts.h) puts block (r, kb) at (r / 128) * band + (kb / 4) * 512 + kb % 4
+  // + (r % 32) * 16 + ((r % 128) / 32) * 4: the column part is in `scales`, the row part comes
+  // from the row's 32-bit index per store (band = 512 * ceil(kb_count / 4)).
+  static constexpr bool kSwizzledPointer = kByteScales && C::kRowLayout == num::ScaleLayout::swizzled_128x4;
   const TileParams& p;
   const char* x;
   const char* x2 = nullptr;  // dact: act_input (the gate half is x + gate_offset)
@@ -240,7 +244,7 @@ struct RowsWalk {
   int left;
   int end;
   int step, lane_row;
-  int64_t pitch, pitch2 = 0, code_pitch, xstep, x2step = 0, code_step, scale_step = 0;
+  int64_t pitch, pitch2 = 0, code_pitch, xstep, x2step = 0, code_step, scale_step = 0, band = 0;
   int64_t c0;
   bool col_live, block_live;
 
@@ -270,6 +274,10 @@ struct RowsWalk {
       // the first row whose scale this lane may store (RowSpread::index(lane, 0))
       scales = static_cast<uint8_t*>(p.row_scales) + (r0 + Spread<C::kR, C::kLanesG, 1>::index(cl, 0)) * p.row_geom.kb +
                block_col<C::kG>(c0);
+    } else if constexpr (kSwizzledPointer) {
+      const int kb = int(block_col<C::kG>(c0));
+      band = 512 * ((p.row_geom.kb + 3) / 4);
+      scales = static_cast<uint8_t*>(p.row_scales) + (kb >> 2) * 512 + (kb & 3);
     }
   }
   // Live rows of this tile for codes (0 in a column beyond the input).
@@ -291,8 +299,12 @@ struct RowsWalk {
   // last block may have only one live lane).
   __device__ void put_scale(int i, int t, uint32_t stored) const {
     if (!block_live || i >= left) return;
-    if constexpr (kScalePointer) scales[t * p.row_geom.kb] = uint8_t(stored);
-    else put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, end - left + i, block_col<C::kG>(c0),
+    if constexpr (kScalePointer) {
+      scales[t * p.row_geom.kb] = uint8_t(stored);
+    } else if constexpr (kSwizzledPointer) {
+      const int r = end - left + i;
+      scales[(r >> 7) * band + (((r & 31) << 4) | (((r >> 5) & 3) << 2))] = uint8_t(stored);
+    } else put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, end - left + i, block_col<C::kG>(c0),
                                       stored);
   }
   __device__ bool next_exists() const { return left + lane_row > step; }  // warp-uniform
@@ -746,7 +758,6 @@ struct FastTile {
                              const num::ScaleRule& rule, int lane, int warp) {
     const int64_t r0 = at.r0, c0 = at.c0;
     const int rl = lane / C::kCL, cl = lane % C::kCL;
-    const bool col_live = at.cols_left > 0;
 
     // ---- 2-D blocks: one maximum per kH x kG block
     float block_mult = 0.0f;
@@ -778,15 +789,30 @@ struct FastTile {
         for (int i = 0; i < kR; ++i) mult[i] = row_mult(rule.tensor_factor);
       } else if constexpr (C::kShape == FastShape::two_d) {
 #pragma unroll
-        for (int i = 0; i < kR; ++i) {
-          const int64_t r = r0 + i;
-          mult[i] = row_mult(block_mult);
-          if (col_live && r < p.rows && cl % C::kLanesG == 0) {
-            if (p.per_row_scale) {
-              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, block_col<C::kG>(c0), block_stored);
-            } else if (r % C::kH == 0) {
-              put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r / C::kH, block_col<C::kG>(c0),
-                                           block_stored);
+        for (int i = 0; i < kR; ++i) mult[i] = row_mult(block_mult);
+        // n: this tile's live rows (0 when column c0 does not exist)
+        if (cl % C::kLanesG == 0) {
+          if constexpr (C::kScheme == num::Scheme::nvfp4 && C::kRowLayout == num::ScaleLayout::row_major) {
+            // Recipe::scale_per_row: each row holds its block's 1-byte scale, a row's kb bytes
+            // below the last (SASS count of the two-tile loop: 1221 -> 926 instructions against
+            // an offset per row with the fp32 and kb_outer branches)
+            const int64_t kb = p.row_geom.kb;
+            uint8_t* const s = static_cast<uint8_t*>(p.row_scales) + r0 * kb + block_col<C::kG>(c0);
+#pragma unroll
+            for (int i = 0; i < kR; ++i)
+              if (i < n) s[i * kb] = uint8_t(block_stored);
+          } else {
+#pragma unroll
+            for (int i = 0; i < kR; ++i) {
+              const int64_t r = r0 + i;
+              if (i >= n) continue;
+              if (p.per_row_scale) {
+                put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r, block_col<C::kG>(c0),
+                                             block_stored);
+              } else if (r % C::kH == 0) {
+                put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, r / C::kH, block_col<C::kG>(c0),
+                                             block_stored);
+              }
             }
           }
         }
@@ -1008,6 +1034,22 @@ struct FastTile {
 #pragma unroll
           for (int i = 0; i < 8; ++i) p[i] = element<2>(prod[i], j);
           *reinterpret_cast<uint2*>(staged + j * kColBytes) = encode8<kElem>(p);
+        }
+      } else if constexpr (kFp4 && C::kDType == 2 && C::kScheme == num::Scheme::mx) {
+        // column j's rows 2k and 2k + 1 as a bf16 pair, one byte permute of the loaded words,
+        // times the column's power-of-two multiplier in bf16 (quantize8_e2m1_pow2_bf16's
+        // argument, per column): no widening to fp32 and back to f16
+        static_assert(kR == 8, "a column's 8 codes are one word");
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t m2 = (__float_as_uint(cmult[j]) >> 16) * 0x00010001u;
+          uint32_t pair[4], h[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            pair[k] = __byte_perm(w[2 * k][j / 2], w[2 * k + 1][j / 2], j % 2 ? 0x7632u : 0x5410u);
+            h[k] = bf16x2_mul(pair[k], m2);
+          }
+          *reinterpret_cast<uint32_t*>(staged + j * kColBytes) = e2m1x8_from_half2<true>(h, pair, cmult[j]);
         }
       } else {
 #pragma unroll
