@@ -100,11 +100,13 @@ int main(int argc, char** argv) {
   int repeat = 1;  // --repeat N: the recipe list N times over, in one process (A/B within a run)
   bool quick = false;
   bool host_only = false;  // --host: only the host cost per call
+  bool small_only = false;  // --small: only the decode-sized calls (graph replay), of --only and --shape
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only.emplace_back(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--host")) host_only = true;
+    else if (!std::strcmp(argv[i], "--small")) small_only = true;
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
       repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
@@ -118,7 +120,8 @@ int main(int argc, char** argv) {
       custom_shapes.emplace_back(m, k);
     } else {
       std::fprintf(stderr,
-                   "usage: bench_quantize_gpu [--quick] [--host] [--only RECIPE]... [--shape MxK]... [--repeat N] "
+                   "usage: bench_quantize_gpu [--quick] [--host] [--small] [--only RECIPE]... [--shape MxK]... "
+                   "[--repeat N] "
                    "[--json FILE]\n");
       return 2;
     }
@@ -153,7 +156,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 7168}, {32768, 7168}};
   if (quick) shapes = {{1024, 7168}};
   if (!custom_shapes.empty()) shapes = custom_shapes;
-  if (host_only) shapes.clear();
+  if (host_only || small_only) shapes.clear();
   std::vector<Row> rows;
   for (auto [m, k] : shapes) {
     const std::vector<float> xf = cli::make_activation(m, k, 42);
@@ -238,18 +241,24 @@ int main(int argc, char** argv) {
   struct Small {
     std::string recipe, shape;
     double us;
+    std::string kernel;  // last_dispatch() of the captured calls
   };
   std::vector<Small> small;
-  for (int64_t m : {1, 16, 128}) {
-    if (!only.empty() || host_only) break;
-    const int64_t k = 7168;
+  // the default list, or with --small the --only recipes and the --shape shapes
+  std::vector<std::pair<int64_t, int64_t>> small_shapes = {{1, 7168}, {16, 7168}, {128, 7168}};
+  std::vector<std::string> small_recipes = {"fp8_block_1x128", "mxfp8", "mxfp8:dir=both",
+                                           "nvfp4",           "fp8_tensor", "mxfp4"};
+  if (small_only && !custom_shapes.empty()) small_shapes = custom_shapes;
+  if (small_only && !only.empty()) small_recipes = recipes;
+  for (auto [m, k] : small_shapes) {
+    if ((!only.empty() && !small_only) || host_only) break;
     std::vector<uint16_t> xb(size_t(m * k));
     const std::vector<float> xf = cli::make_activation(m, k, 7);
     for (size_t i = 0; i < xb.size(); ++i) xb[i] = num::float_to_bf16(xf[i]);
     cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2));
     x.upload(xb.data());
     const TensorView xv = TensorView::matrix(x.data(), DType::bfloat16, m, k, -1, gpu);
-    for (const char* rt : {"fp8_block_1x128", "mxfp8", "mxfp8:dir=both", "nvfp4", "fp8_tensor", "mxfp4"}) {
+    for (const std::string& rt : small_recipes) {
       const Recipe r = Recipe::parse(rt);
       if (r.has_columnwise() && m == 1) continue;
       cli::QuantizedBuffers q(r, m, k, gpu);
@@ -265,7 +274,8 @@ int main(int argc, char** argv) {
       ck(cudaStreamEndCapture(s, &g), "end capture");
       ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
       const double ms = median_ms([&] { cudaGraphLaunch(ge, s); }, 20, s);
-      small.push_back({r.name(), std::to_string(m) + "x" + std::to_string(k), ms * 1e3 / kCalls});
+      small.push_back(
+          {r.name(), std::to_string(m) + "x" + std::to_string(k), ms * 1e3 / kCalls, last_dispatch().kernel});
       cudaGraphExecDestroy(ge);
       cudaGraphDestroy(g);
     }
@@ -277,7 +287,7 @@ int main(int argc, char** argv) {
     double us;
   };
   std::vector<Host> host;
-  if (only.empty()) {
+  if (only.empty() && !small_only) {
     const int64_t m = 1, k = 7168;
     std::vector<uint16_t> xb(size_t(m * k), 0x3f80);
     cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2));
@@ -317,7 +327,8 @@ int main(int argc, char** argv) {
     std::printf("%-46s %-11s %-22s %9.4f %9.1f %9.1f %7.3f %9.4f\n", r.recipe.c_str(), r.shape.c_str(),
                 r.note.c_str(), r.ms, r.gbps, r.copy_gbps, r.ratio, r.eager_ms);
   std::printf("\n%-46s %-11s %12s\n", "recipe (CUDA-graph replay)", "shape", "us per call");
-  for (const auto& r : small) std::printf("%-46s %-11s %12.2f\n", r.recipe.c_str(), r.shape.c_str(), r.us);
+  for (const auto& r : small)
+    std::printf("%-46s %-11s %12.2f  %s\n", r.recipe.c_str(), r.shape.c_str(), r.us, r.kernel.c_str());
   std::printf("\n%-46s %-16s %12s\n", "recipe (1x7168, host cost)", "ran", "us per call");
   for (const auto& h : host) std::printf("%-46s %-16s %12.2f\n", h.recipe.c_str(), h.backend.c_str(), h.us);
   if (!json_path.empty()) {

@@ -53,17 +53,29 @@ class RelaxedCapture {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-// Raises kKernel's dynamic shared-memory limit to `bytes` on `device`, once per device (a first
-// call may come inside CUDA-graph capture).
+// Sets kKernel's attribute kAttr to `value` on `device`, once per device (a first call may come
+// inside CUDA-graph capture).
+template <auto kKernel, cudaFuncAttribute kAttr>
+cudaError_t func_attribute_once(int device, int value) {
+  static std::atomic<bool> set[64] = {};
+  const bool known = device >= 0 && device < 64;
+  if (known && set[device].load(std::memory_order_acquire)) return cudaSuccess;
+  RelaxedCapture relaxed;
+  const cudaError_t e = cudaFuncSetAttribute(kKernel, kAttr, value);
+  if (e == cudaSuccess && known) set[device].store(true, std::memory_order_release);
+  return e;
+}
+
+// Raises kKernel's dynamic shared-memory limit to `bytes` on `device`.
 template <auto kKernel>
 cudaError_t allow_dynamic_smem(int device, int bytes) {
-  static std::atomic<bool> raised[64] = {};
-  const bool known = device >= 0 && device < 64;
-  if (known && raised[device].load(std::memory_order_acquire)) return cudaSuccess;
-  RelaxedCapture relaxed;
-  const cudaError_t e = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess && known) raised[device].store(true, std::memory_order_release);
-  return e;
+  return func_attribute_once<kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize>(device, bytes);
+}
+
+// Lets kKernel run in clusters of more than the portable 8 CTAs (up to 16 on sm_90).
+template <auto kKernel>
+cudaError_t allow_large_clusters(int device) {
+  return func_attribute_once<kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed>(device, 1);
 }
 
 // CTAs of kKernel resident on one SM at once with `threads` threads and `smem` bytes of dynamic

@@ -24,25 +24,27 @@ __device__ __forceinline__ void pdl_begin() {
 }
 
 #ifndef __CUDACC_RTC__
-// A launch configuration: clusters of `cluster` CTAs along x where cluster > 0 (0: no cluster
-// attribute; an occupancy query of clusters needs one, of 1 CTA too), and programmatic
-// serialization where `pdl` (pdl_launch_cluster's launches; an occupancy query takes none).
+// A launch configuration: clusters of `cluster` CTAs where cluster.x > 0 (an int n: n CTAs along
+// x; 0: no cluster attribute; an occupancy query of clusters needs one, of 1 CTA too), and
+// programmatic serialization where `pdl` (pdl_launch_cluster's launches; an occupancy query
+// takes none).
 struct LaunchConfig {
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[2] = {};
   LaunchConfig(const LaunchConfig&) = delete;  // cfg points at attr
   LaunchConfig& operator=(const LaunchConfig&) = delete;
-  LaunchConfig(dim3 grid, dim3 block, size_t smem, int cluster, cudaStream_t stream, bool pdl) {
+  LaunchConfig(dim3 grid, dim3 block, size_t smem, dim3 cluster, cudaStream_t stream, bool pdl) {
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    if (cluster > 0) {
+    if (cluster.x > 0) {
       cudaLaunchAttribute& a = attr[cfg.numAttrs++];
       a.id = cudaLaunchAttributeClusterDimension;
-      a.val.clusterDim.x = unsigned(cluster);
-      a.val.clusterDim.y = a.val.clusterDim.z = 1;
+      a.val.clusterDim.x = cluster.x;
+      a.val.clusterDim.y = cluster.y;
+      a.val.clusterDim.z = cluster.z;
     }
     if (pdl) {
       cudaLaunchAttribute& a = attr[cfg.numAttrs++];
@@ -52,10 +54,10 @@ struct LaunchConfig {
   }
 };
 // With `smem` bytes of dynamic shared memory (the kernel's limit raised where it exceeds 48 KB),
-// in clusters of `cluster` CTAs along x (0: no clusters).
+// in clusters of `cluster` CTAs (LaunchConfig; 0: no clusters).
 // `pdl` false: an ordinary launch (the kernel's pdl_wait and pdl_trigger then do nothing).
 template <class... KArgs, class... Args>
-cudaError_t pdl_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, int cluster,
+cudaError_t pdl_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, dim3 cluster,
                                cudaStream_t stream, bool pdl, Args&&... args) {
   LaunchConfig c(grid, block, smem, cluster, stream, pdl);
   return cudaLaunchKernelEx(&c.cfg, kernel, static_cast<KArgs>(args)...);

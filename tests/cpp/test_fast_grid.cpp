@@ -121,6 +121,7 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
 // The FP4 rows and column-block kernels: two row tiles per CTA for MXFP4's rows kernel, three for
 // the others, however many waves that makes (the last CTA may have fewer); grid.y stays within
 // its limit.
+// (except at decode sizes, where they fit one CTA per SM: a CTA per tile)
 TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
   const FastKey mx_cols{2, num::Scheme::mx, num::ElemFormat::e2m1, FastShape::colblocks, 32, 32,
                         num::ScaleLayout::row_major, num::ScaleLayout::row_major};
@@ -142,6 +143,14 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
       EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), c.per_cta) << rows;
     }
     EXPECT_EQ(fast_grid(c.key, 8, 7168, kSms, kBlocksPerSm).y, 1u);
+    // decode sizes: where a CTA per row tile is at most one CTA per SM, a CTA per tile (a 7 x 18
+    // grid of one-tile CTAs is 126 CTAs; one more CTA row of 7 would be 133)
+    const int64_t gx = (7168 + g.tile_cols - 1) / g.tile_cols;
+    const int64_t fit = kSms / gx;
+    EXPECT_EQ(int64_t(fast_grid(c.key, fit * g.tile_rows, 7168, kSms, kBlocksPerSm).y), fit);
+    EXPECT_EQ(int64_t(fast_grid(c.key, fit * g.tile_rows - 1, 7168, kSms, kBlocksPerSm).y), fit);
+    EXPECT_EQ(int64_t(fast_grid(c.key, (fit + 1) * g.tile_rows, 7168, kSms, kBlocksPerSm).y),
+              (fit + 1 + c.per_cta - 1) / c.per_cta);
     const dim3 big = fast_grid(c.key, int64_t(g.tile_rows) * 200000, 64, kSms, kBlocksPerSm);
     EXPECT_EQ(big.y, 65535u);
     EXPECT_EQ(tiles_of_busiest_cta(big, 200000), (200000 + 65534) / 65535);
@@ -258,6 +267,60 @@ TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
   set_act_table_policy(0);
   EXPECT_FALSE(act_table_pays(dgelu, 8192, 7168, big));
   set_act_table_policy(-1);
+}
+
+// The per-tensor recipes' one launch (cluster_amax_grid): the rows kernels of fp8_tensor and
+// NVFP4, not fused, over at most kOneLaunchMaxElements elements and kOneLaunchMaxColTiles column
+// tiles; the grid is then one cluster of at most kOneLaunchCtas CTAs that covers every column
+// tile and no more row tiles than there are, and fast_launch_shape launches that grid as its
+// cluster.
+TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
+  using S = num::Scheme;
+  using E = num::ElemFormat;
+  const FastKey fp8 = rows_key(S::fp8_tensor, E::e4m3fn, 8), nvfp4 = rows_key(S::nvfp4, E::e2m1, 16);
+  FastKey nvfp4_swizzled = nvfp4;
+  nvfp4_swizzled.row_layout = num::ScaleLayout::swizzled_128x4;
+  FastKey fp8_f32 = fp8;
+  fp8_f32.dtype = 0;
+  for (const FastKey& k : {fp8, nvfp4, nvfp4_swizzled, fp8_f32}) {
+    ASSERT_TRUE(one_launch_capable(k));
+    const FastGeometry g = fast_geometry(k);
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 8}, {1, 7168}, {3, 33}, {16, 7168}, {127, 129}, {1, 8 * 1024}, {kOneLaunchMaxElements / 7168, 7168}}) {
+      const auto grid = cluster_amax_grid(k, rows, cols);
+      ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
+      const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      EXPECT_EQ(int64_t(grid->x), gx);
+      EXPECT_GE(grid->y, 1u);
+      EXPECT_LE(int64_t(grid->y), tiles_y);  // no CTA row without a tile
+      EXPECT_LE(int64_t(grid->x) * grid->y, kOneLaunchCtas);
+      // as many CTA rows as the cluster holds (or as there are tiles)
+      EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kOneLaunchCtas);
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true);
+      EXPECT_EQ(l.grid.x, grid->x);
+      EXPECT_EQ(l.grid.y, grid->y);
+      EXPECT_EQ(l.cluster.x, grid->x);
+      EXPECT_EQ(l.cluster.y, grid->y);
+      EXPECT_EQ(l.long_ctas, 0);
+    }
+    // beyond the element cap, or more than 8 column tiles: the amax kernel, then the cast
+    EXPECT_FALSE(cluster_amax_grid(k, kOneLaunchMaxElements / 7168 + 1, 7168).has_value());
+    EXPECT_FALSE(cluster_amax_grid(k, 1, int64_t(kOneLaunchMaxColTiles) * g.tile_cols + 8).has_value());
+    EXPECT_FALSE(cluster_amax_grid(k, 0, 7168).has_value());
+    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm).cluster.x, 0u);  // no cluster otherwise
+  }
+  // other recipes, shapes and fused kernels take no one-launch amax
+  EXPECT_FALSE(cluster_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 1, 7168).has_value());
+  EXPECT_FALSE(cluster_amax_grid(rows_key(S::fp8_block, E::e4m3fn, 128), 1, 7168).has_value());
+  const FastKey fused = rows_key(S::fp8_tensor, E::e4m3fn, 8, fuse_bits(int(num::Activation::silu), false, false));
+  EXPECT_FALSE(cluster_amax_grid(fused, 1, 7168).has_value());
+  FastKey cols = fp8;
+  cols.shape = FastShape::colblocks;
+  cols.h = 32;
+  EXPECT_FALSE(cluster_amax_grid(cols, 64, 7168).has_value());
+  const FastKey two_d{2, S::nvfp4, E::e2m1, FastShape::two_d, 16, 16, num::ScaleLayout::row_major,
+                      num::ScaleLayout::row_major};
+  EXPECT_FALSE(cluster_amax_grid(two_d, 16, 7168).has_value());
 }
 
 }  // namespace

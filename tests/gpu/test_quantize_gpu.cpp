@@ -370,6 +370,49 @@ TEST(GpuQuantize, CapturableInCudaGraph) {
   }
 }
 
+#if MXQ_WITH_CUDA
+// A small per-tensor call (fp8_tensor, NVFP4) takes its amax and its cast in one launch
+// (cuda::cluster_amax_grid: a cluster whose CTAs share the amax through distributed shared
+// memory); past the element cap or 8 column tiles, the amax kernel and then the cast kernel.
+// Both bit-exact with the CPU reference (amax and global scale included), with NaN and Inf in the
+// input too, in every input dtype and through both the AOT and the JIT kernels; the dispatch
+// record says which ran ("+amax": one launch), and each case expects the one the rule picks.
+TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
+  REQUIRE_GPU();
+  const int64_t cap_rows = cuda::kOneLaunchMaxElements / 7168;
+  struct Case {
+    Shape s;
+    bool one;
+  };
+  const Case cases[] = {{{1, 8}, true},           {{1, 7168}, true},      {{16, 7168}, true},
+                        {{5, 4104}, true},        {{cap_rows, 7168}, true}, {{cap_rows + 1, 7168}, false},
+                        {{1, 8 * 1024}, true},    {{1, 8 * 1024 + 8}, false}};
+  struct Restore {
+    ~Restore() { g_gpu_backend = Backend::automatic; }
+  } restore;
+  uint64_t seed = 7000;
+  int cases_run = 0, one_launch = 0;
+  for (Backend b : {Backend::cuda_aot, Backend::cuda_jit}) {
+    g_gpu_backend = b;
+    for (const char* rt :
+         {"fp8_tensor", "fp8_tensor_e5m2", "fp8_tensor:pow2=1", "nvfp4", "nvfp4:layout=swizzled_128x4"})
+      for (DType dt : {DType::bfloat16, DType::float16, DType::float32})
+        for (const Case& c : cases)
+          for (Values v : {Values::normal_outliers, Values::special}) {
+            if (b == Backend::cuda_jit && (dt != DType::bfloat16 || v != Values::normal_outliers)) continue;
+            check_case(rt, dt, c.s, v, seed++);
+            if (HasFatalFailure()) return;
+            const std::string& k = g_gpu_dispatch.kernel;
+            ASSERT_EQ(k.find("+amax") != std::string::npos, c.one)
+                << rt << " " << dtype_name(dt) << " " << c.s.rows << "x" << c.s.cols << ": " << k;
+            ++cases_run;
+            one_launch += c.one;
+          }
+  }
+  std::printf("per-tensor cases: %d, %d of them in one launch\n", cases_run, one_launch);
+}
+#endif
+
 // Each backend value runs its own kernels: cuda-aot a kernel built ahead of time, cuda-jit an
 // NVRTC-compiled one, auto the AOT kernel when there is one and the JIT otherwise; all exact.
 TEST(GpuDispatch, EachBackendValueRunsItsBackend) {

@@ -6,6 +6,7 @@
 
 #include "mxq/numerics/config.h"
 #include "mxq/numerics/formats.h"  // float_to_bf16
+#include "cuda/cluster.cuh"
 
 #if defined(__CUDACC_RTC__)
 // NVRTC has no cuda.h: the tensor map is 128 opaque bytes, 64-byte aligned, under the driver
@@ -20,9 +21,7 @@ typedef struct CUtensorMap_st {
 
 namespace mxq::cuda::sm90 {
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+using cuda::smem_addr;
 
 // The bf16 pair {lo, hi} (lo in the low half) of two floats, rounded to nearest even by one cvt
 // (F2FP): num::float_to_bf16 of each, except that a NaN becomes cvt's canonical NaN.
@@ -175,41 +174,11 @@ __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t da
       : "l"(da), "l"(db), "r"(int(accumulate)));
 }
 
-// ---- clusters (distributed shared memory) ---------------------------------------------------
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// CTAs in this CTA's cluster (1 for a launch without clusters)
-__device__ __forceinline__ uint32_t cluster_ctas() {
-  uint32_t n;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-}
-// All threads of every CTA of the cluster: writes before it are visible to reads after it.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// The fp32 at the same shared-memory address in CTA `rank` of the cluster.
-__device__ __forceinline__ float ld_cluster_f32(const void* p, uint32_t rank) {
-  uint32_t remote;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-}
-
-// The 16 bytes at the same (16-byte aligned) shared-memory address in CTA `rank` of the cluster.
-__device__ __forceinline__ float4 ld_cluster_f32x4(const void* p, uint32_t rank) {
-  uint32_t remote;
-  float4 v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
+// ---- clusters (distributed shared memory): cuda/cluster.cuh
+using cuda::cluster_ctas;
+using cuda::cluster_rank;
+using cuda::cluster_sync;
+using cuda::ld_cluster_f32;
+using cuda::ld_cluster_f32x4;
 
 }  // namespace mxq::cuda::sm90

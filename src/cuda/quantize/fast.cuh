@@ -16,6 +16,7 @@
 
 #include "cuda/quantize/fast_key.h"
 #include "cuda/pdl.cuh"
+#include "cuda/cluster.cuh"
 #include "mxq/numerics/activations.h"
 #include "cuda/quantize/prepare.cuh"
 
@@ -1215,6 +1216,69 @@ struct FusedLoad {
   }
 };
 
+// The one-launch amax of a small fp8_tensor / NVFP4 input (TileParams::cluster_amax): the rows
+// kernels of those recipes, whose grid is then one cluster (cluster_amax_grid).
+template <class C>
+inline constexpr bool kClusterAmax = one_launch_capable(C::kKey);
+
+// The amax pass of a one-launch call: the largest |x| of the whole input as fp32 abs bits (a
+// NaN above Inf, as the amax kernel gives it). Each CTA of the cluster reads a share of the
+// input's 8-element chunks (chunk q is row q / (cols / 8); the fast kernels' inputs take 16-byte
+// loads, and cluster_amax_grid holds the chunk count far below 2^32), 128 bytes in flight per
+// thread; the CTAs' maxima meet through distributed shared memory. Every thread then arrives on
+// the cluster barrier's second phase, and the kernel waits on it before it exits
+// (cluster_wait), so that no CTA's shared memory goes while another reads it.
+template <class C>
+__device__ uint32_t cluster_amax_bits(const TileParams& p) {
+  static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
+  constexpr int kWarps = C::kThreads / 32, kBytes = C::kDType == 0 ? 4 : 2;
+  constexpr int kU = 32 / C::kW;  // chunks in flight per thread: 32 words
+  __shared__ uint32_t warp_max[kWarps];
+  __shared__ uint32_t cta_max;
+  const uint32_t cpr = uint32_t(p.cols) >> 3, total = uint32_t(p.rows) * cpr;
+  const uint32_t stride = cluster_ctas() * C::kThreads;
+  const char* const x = static_cast<const char*>(p.x);
+  auto load = [&](uint32_t q, uint32_t (&w)[C::kW]) {
+    const uint32_t r = q / cpr;
+    const uint4* at = reinterpret_cast<const uint4*>(x + (int64_t(r) * p.row_stride + (q - r * cpr) * 8) * kBytes);
+#pragma unroll
+    for (int h = 0; h < C::kW / 4; ++h) {
+      const uint4 v = __ldg(at + h);
+      w[4 * h] = v.x;
+      w[4 * h + 1] = v.y;
+      w[4 * h + 2] = v.z;
+      w[4 * h + 3] = v.w;
+    }
+  };
+  uint32_t m = 0;
+  uint32_t q = cluster_rank() * C::kThreads + threadIdx.x;
+  for (; q + (kU - 1) * stride < total; q += kU * stride) {
+    uint32_t w[kU][C::kW];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) load(q + u * stride, w[u]);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) m = num::max_u32(m, amax8_bits<C::kDType>(w[u]));
+  }
+  for (; q < total; q += stride) {
+    uint32_t w[C::kW];
+    load(q, w);
+    m = num::max_u32(m, amax8_bits<C::kDType>(w));
+  }
+  m = lane_max<32>(m);
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 1; k < kWarps; ++k) m = num::max_u32(m, warp_max[k]);
+    cta_max = m;
+  }
+  cluster_sync();  // every CTA's maximum is in its shared memory
+  m = 0;
+  for (uint32_t r = 0; r < cluster_ctas(); ++r) m = num::max_u32(m, ld_cluster_u32(&cta_max, r));
+  cluster_arrive_relaxed();  // done reading the other CTAs' shared memory
+  return m;
+}
+
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
 // are in flight while this one is quantized (two register sets, used in turn). The walk over
 // the tiles is a RowsWalk (pointers and a 32-bit row count) in the rows shape, else a TileWalk.
@@ -1237,6 +1301,26 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
+  // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits, while
+  // the first tile's loads are in flight), then the rule from it. `one_launch` is uniform over
+  // the grid, so every CTA takes part in the cluster barrier and waits on it before it exits.
+  bool one_launch = false;
+  uint32_t amax_bits = 0;
+  auto take_amax = [&] {
+    if constexpr (kClusterAmax<C>) {
+      one_launch = p.cluster_amax;
+      if (one_launch) amax_bits = cluster_amax_bits<C>(p);
+    }
+  };
+  auto rule_for_launch = [&] {
+    return one_launch ? prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); }, true)
+                      : prepare_rule(p, C::kElem);
+  };
+  auto leave = [&] {
+    if constexpr (kClusterAmax<C>) {
+      if (one_launch) cluster_wait();
+    }
+  };
 
   // The row tiles of this CTA: blockIdx.y, + gridDim.y, ... to the end; or, with a short tail
   // (long_ctas, FastLaunch), the long CTAs' stride over the tiles ahead of the last
@@ -1256,7 +1340,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int64_t step = int64_t(step_tiles) * C::kTileRows;
   const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
   if (int64_t(first) * C::kTileRows >= p.rows) {
-    prepare_rule(p, C::kElem);  // block (0, 0) of an empty launch still publishes the global scale
+    take_amax();
+    rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
+    leave();
     return;
   }
   using Walk = typename Pick<C::kShape == FastShape::rows, RowsWalk<C>, TileWalk<C>>::type;
@@ -1272,7 +1358,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (C::kTransform) a.table = p.act_table;
   if constexpr (C::kGeo.async_load) a.load(at.src(0), p.x);
   else a.load(at.src(0));
-  num::ScaleRule rule = prepare_rule(p, C::kElem);
+  take_amax();
+  num::ScaleRule rule = rule_for_launch();
   rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
   Tile::fill_scale_table(rule);
   auto quantize_tile = [&](L& t) {
@@ -1312,6 +1399,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     }
   }
   stats.publish(p, c0, lane);
+  leave();
 }
 
 }  // namespace mxq::cuda

@@ -11,10 +11,15 @@ namespace {
 template <class C>
 cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, const TileParams& p) {
   constexpr int kSmem = C::kGeo.slot_bytes;
-  if constexpr (kSmem > 0) {
+  if (kSmem > 0 || p.cluster_amax) {
     int device = 0;
     if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    if (const cudaError_t e = allow_dynamic_smem<fast_quantize_kernel<C>>(device, kSmem); e != cudaSuccess) return e;
+    if constexpr (kSmem > 0) {
+      if (const cudaError_t e = allow_dynamic_smem<fast_quantize_kernel<C>>(device, kSmem); e != cudaSuccess) return e;
+    }
+    if (p.cluster_amax) {
+      if (const cudaError_t e = allow_large_clusters<fast_quantize_kernel<C>>(device); e != cudaSuccess) return e;
+    }
   }
   static const int blocks_per_sm = [] {  // the occupancy the compiled kernel reaches
     int n = 0;
@@ -24,11 +29,12 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm);
+  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax);
   TileParams params = p;
   params.act_table = act_table_pays(C::kKey, rows, cols, l.grid);
   params.long_ctas = l.long_ctas;
-  return pdl_launch_smem(fast_quantize_kernel<C>, l.grid, dim3(C::kThreads), kSmem, stream, params);
+  return pdl_launch_cluster(fast_quantize_kernel<C>, l.grid, dim3(C::kThreads), kSmem, l.cluster, stream, true,
+                            params);
 }
 
 using E = num::ElemFormat;

@@ -65,6 +65,14 @@ constexpr bool act_table_capable(const FastKey& k) {
 // The dtype the tile quantizes.
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
 
+// Whether a kernel can take a per-tensor call's amax itself, in one launch with the cast
+// (TileParams::cluster_amax, fast_launch.hpp cluster_amax_grid): the rows kernels of fp8_tensor
+// and NVFP4, not fused.
+constexpr bool one_launch_capable(const FastKey& k) {
+  const bool per_tensor = k.scheme == num::Scheme::fp8_tensor || k.scheme == num::Scheme::nvfp4;
+  return per_tensor && k.shape == FastShape::rows && k.fuse == 0;
+}
+
 // The fast kernels index columns in 32 bits: widths up to this (the generic kernel takes wider).
 constexpr int64_t kFastMaxCols = (int64_t(1) << 31) - (int64_t(1) << 16);
 // ... and heights below this: the rows shape counts the rows left in 32 bits (RowsWalk), with

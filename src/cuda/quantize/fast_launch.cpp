@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "mxq/error.hpp"
+
 namespace mxq::cuda {
 
 // Row tiles per CTA, by what bounds the kernel (H200 measurements, bench/RESULTS.md, session 6):
@@ -18,7 +20,11 @@ namespace mxq::cuda {
 //    0.919 / 0.887 in the third; nvfp4 given amax 0.870-0.879 / 0.875-0.907 -> 0.862-0.870 /
 //    0.899-0.947; mxfp4 row+col 0.689-0.694 / 0.563-0.599 -> 0.726-0.733 / 0.677-0.685). NVFP4's
 //    16 x 16 blocks (nvfp4_2d) keep the two waves (0.796-0.797 / 0.809-0.819 against 0.740 /
-//    0.812 at three tiles);
+//    0.812 at three tiles); but where a CTA per row tile leaves at most one CTA per SM (decode
+//    sizes), a CTA per tile: the CTAs' tiles would only run one after another (session 24,
+//    CUDA-graph replay, us per call at 64 / 128 x 7168: fp4_block_1x32 3.41 / 3.46 -> 1.67 /
+//    1.79, mxfp4 2.04 / 2.08 -> 1.51 / 1.63, nvfp4 with its amax kernel 7.39 / 8.32 -> 6.01 /
+//    6.79; 256 x 7168 and up unchanged);
 //  - fused rows kernels: one wave (each CTA publishes its dbias and amax with atomics once; one
 //    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15);
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
@@ -60,6 +66,7 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
   if (!key.fuse) {
     if (key.elem != num::ElemFormat::e2m1) return tiles_per_cta(gx, tiles_y, 1);  // memory-bound
     if (key.shape == FastShape::two_d) return spread(gx, tiles_y, 2 * wave);      // NVFP4's 2-D blocks
+    if (gx * tiles_y <= sms) return tiles_per_cta(gx, tiles_y, 1);  // few tiles: a CTA each, one per SM
     return tiles_per_cta(gx, tiles_y, key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3);
   }
   if (key.shape == FastShape::rows) return spread(gx, tiles_y, wave);  // fused rows kernels: one wave
@@ -70,7 +77,23 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
   return tiles_per_cta(gx, tiles_y, 1);
 }
 
-FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
+std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int64_t max_elements) {
+  if (!one_launch_capable(key) || rows < 1 || cols < 1) return std::nullopt;
+  if (rows * cols > max_elements) return std::nullopt;
+  const FastGeometry g = fast_geometry(key);
+  const int64_t gx = num::ceil_div(cols, g.tile_cols);
+  if (gx > kOneLaunchMaxColTiles) return std::nullopt;
+  const int64_t gy = std::min<int64_t>(row_tiles(g, rows), kOneLaunchCtas / gx);
+  return dim3(unsigned(gx), unsigned(gy));
+}
+
+FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
+                             bool one_launch) {
+  if (one_launch) {
+    const std::optional<dim3> g = cluster_amax_grid(key, rows, cols);
+    if (!g) fail(ErrorCode::internal, "fast_launch_shape: a one-launch amax for a call that cluster_amax_grid refuses");
+    return {*g, 0, *g};
+  }
   const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm);
   const int64_t tiles_y = row_tiles(fast_geometry(key), rows);
   const int64_t per_cta = num::ceil_div(tiles_y, grid.y);  // row tiles of the busiest CTA

@@ -15,7 +15,8 @@ namespace mxq::cuda {
 // Grid of a specialised kernel over a rows x cols input, by what bounds the kernel (the policy
 // and its measurements are in fast_launch.cpp): one CTA per row tile for the memory-bound
 // kernels and the fused 8-row shapes (grid.y capped at 65535, the CTAs loop beyond), two or three
-// row tiles per CTA for the FP4 rows and column-block kernels, else CTAs that walk the row tiles
+// row tiles per CTA for the FP4 rows and column-block kernels (one where a CTA per tile leaves
+// at most one CTA per SM), else CTAs that walk the row tiles
 // over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels), `blocks_per_sm`
 // being the kernel's measured occupancy on `sms` SMs, with the tiles spread as evenly as the
 // waves allow.
@@ -29,9 +30,29 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
 // (given amax) 0.76 / 0.86 -> 0.78 / 0.86; unchanged at 32768 rows.
 struct FastLaunch {
   dim3 grid;
-  int long_ctas;  // 0: fast_grid's strided walk alone
+  int long_ctas;               // 0: fast_grid's strided walk alone
+  dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (TileParams::cluster_amax)
 };
-FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
+// `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
+// cluster_amax_grid's, one cluster.
+FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
+                             bool one_launch = false);
+
+// The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
+// kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements and
+// kOneLaunchMaxColTiles column tiles. The grid is then one cluster of at most kOneLaunchCtas
+// CTAs (a non-portable size above 8), with as many CTAs down the rows as fit. Otherwise nothing:
+// the call takes the amax kernel, then the cast kernel. The caps are where one launch measured
+// faster under CUDA-graph replay on the H200 (bench/RESULTS.md session 24, bf16, us per call,
+// two kernels -> one launch: fp8_tensor 2.77 -> 2.64 at 1 x 7168, 4.95 -> 4.48 at 16 x 7168,
+// 4.95 -> 4.74 at 32 x 7168, but 5.14 -> 6.11 at 64 x 7168 and 3.24 -> 3.83 at 1 x 16384, whose
+// 16 column tiles make a 16-CTA cluster of one row; nvfp4 3.49 -> 3.44, 6.48 -> 5.37, 6.66 ->
+// 6.07, 7.40 -> 8.25, 4.07 -> 4.70).
+inline constexpr int kOneLaunchCtas = 16;
+inline constexpr int kOneLaunchMaxColTiles = 8;
+inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;
+std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols,
+                                      int64_t max_elements = kOneLaunchMaxElements);
 
 // Whether the fused kernel `key` launched on `grid` over a rows x cols input looks its function
 // up in a bf16 table (fast.cuh ActTable): where the key allows it (act_table_capable) and each

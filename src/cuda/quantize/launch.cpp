@@ -180,7 +180,10 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const bool fused_amax = fused && !rc.has_global_scale() && out.amax.data != nullptr && !x.empty();
   if (fused_amax) zero(out.amax.data, 4, "amax reset");
   const bool need_amax = out.amax.data != nullptr && !fused_amax;
-  if (need_amax) {
+  // A small per-tensor call whose kernel takes the amax itself: one launch (cluster_amax_grid)
+  const bool one_launch = need_amax && !opt.amax_in && key && path != Path::generic &&
+                          cuda::cluster_amax_grid(*key, x.rows, n).has_value();
+  if (need_amax && !one_launch) {
     if (opt.amax_in) {
       check_cuda(cudaMemcpyAsync(out.amax.data, opt.amax_in, 4, cudaMemcpyDeviceToDevice, stream), "amax copy");
     } else {
@@ -240,6 +243,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.dbias = opt.dbias;
   p.noop = opt.noop;
   p.amax_out = fused_amax ? static_cast<unsigned*>(out.amax.data) : nullptr;
+  p.cluster_amax = one_launch;
 
   // Scale padding must read as zero; only the padded layouts need the memset.
   auto zero_padding = [&](const Buffer& buf, const BufferSpec& s) {
@@ -266,12 +270,12 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const int sms = cuda::sm_count(x.device.index);
   if (path == Path::aot_fast) {
     check_cuda(*cuda::launch_fast_quantize(*key, x.rows, n, sms, stream, p), "quantize kernel launch");
-    runtime::record_dispatch("quantize", Backend::cuda_aot, kernel_text("fast ", *key));
+    runtime::record_dispatch("quantize", Backend::cuda_aot, kernel_text(one_launch ? "fast+amax " : "fast ", *key));
     return;
   }
   if (path == Path::jit) {
     jit::launch(*key, x.device.index, x.rows, n, sms, stream, p);
-    runtime::record_dispatch("quantize", Backend::cuda_jit, kernel_text("jit ", *key));
+    runtime::record_dispatch("quantize", Backend::cuda_jit, kernel_text(one_launch ? "jit+amax " : "jit ", *key));
     return;
   }
   const int64_t tiles = ((n + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);

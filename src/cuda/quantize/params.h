@@ -42,6 +42,11 @@ struct TileParams {
   // CTAs walk the leading row tiles (strided by long_ctas) and each of the other gridDim.y -
   // long_ctas takes one of the last row tiles: a short tail (FastLaunch, fast_launch.cpp).
   int long_ctas;
+  // fp8_tensor / NVFP4 rows kernels over a small input (cluster_amax_grid, fast_launch.hpp): the
+  // grid is one cluster, whose CTAs take the amax of the whole input first and share it through
+  // distributed shared memory, then quantize; the amax pass reads the input, the cast pass reads
+  // it again (from L2), in one launch. `amax` is then not read and amax_canonical is written.
+  bool cluster_amax;
 };
 
 struct DequantParams {

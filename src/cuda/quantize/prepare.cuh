@@ -8,23 +8,36 @@
 
 namespace mxq::cuda {
 
-__device__ __forceinline__ num::ScaleRule prepare_rule(const TileParams& p, num::ElemFormat elem) {
+// `amax()` gives the tensor amax (read only where the recipe needs it); with `computed` the
+// kernel computed it (TileParams::cluster_amax) and block (0, 0) writes it to amax_canonical,
+// else that buffer holds it already and block (0, 0) only canonicalises a NaN there.
+template <class Amax>
+__device__ __forceinline__ num::ScaleRule prepare_rule_with(const TileParams& p, num::ElemFormat elem, Amax amax,
+                                                            bool computed) {
   num::ScaleRule rule = p.rule;
   const bool tensor_scaled = rule.scheme == num::Scheme::fp8_tensor;
   if (tensor_scaled) {
     rule = num::with_tensor_factor(
-        rule, p.scale_in ? *p.scale_in : num::fp8_tensor_scale(*p.amax, num::max_finite(elem), rule.eps, rule.pow2));
+        rule, p.scale_in ? *p.scale_in : num::fp8_tensor_scale(amax(), num::max_finite(elem), rule.eps, rule.pow2));
   } else if (rule.scheme == num::Scheme::nvfp4) {
-    rule = num::with_tensor_factor(rule, num::nvfp4_encode_scale(num::amax_from_bits(num::abs_bits(*p.amax))));
+    rule = num::with_tensor_factor(rule, num::nvfp4_encode_scale(num::amax_from_bits(num::abs_bits(amax()))));
   }
   if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
     if (p.global_scale_out) {
       *p.global_scale_out = tensor_scaled ? num::div_rn(1.0f, rule.tensor_factor)
                                           : num::nvfp4_decode_scale(rule.tensor_factor);
     }
-    if (p.amax_canonical && num::is_nan(*p.amax_canonical)) *p.amax_canonical = num::quiet_nan();
+    if (p.amax_canonical) {
+      if (computed) *p.amax_canonical = num::is_nan(amax()) ? num::quiet_nan() : amax();
+      else if (num::is_nan(*p.amax_canonical)) *p.amax_canonical = num::quiet_nan();
+    }
   }
   return rule;
+}
+
+// The amax in the buffer p.amax (written by the amax kernel before, or given by the caller).
+__device__ __forceinline__ num::ScaleRule prepare_rule(const TileParams& p, num::ElemFormat elem) {
+  return prepare_rule_with(p, elem, [&] { return *p.amax; }, false);
 }
 
 }  // namespace mxq::cuda

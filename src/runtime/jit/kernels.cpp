@@ -135,9 +135,10 @@ const Compiled& cached(MemoryCache<Compiled>& cache, uint64_t packed, const Key1
   });
 }
 
-// Loads `c` into `device`'s primary context with `smem` bytes of dynamic shared memory allowed
-// (inside a memory-cache make(): out of device memory is Retryable).
-Loaded load(const Compiled& c, int device, int smem, const std::string& text) {
+// Loads `c` into `device`'s primary context with `smem` bytes of dynamic shared memory allowed,
+// and clusters of 16 CTAs where `large_clusters` (inside a memory-cache make(): out of device
+// memory is Retryable).
+Loaded load(const Compiled& c, int device, int smem, const std::string& text, bool large_clusters = false) {
   cuda::RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
   cuda::check_cuda(cudaSetDevice(device), "cudaSetDevice");  // the primary context, current for the driver API
   Loaded l{};
@@ -147,6 +148,9 @@ Loaded load(const Compiled& c, int device, int smem, const std::string& text) {
     if (smem > 0)
       check_cu_cached(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
                       "jit: allowing " + std::to_string(smem) + " bytes of shared memory to " + text);
+    if (large_clusters)  // the quantize kernels' one-launch amax (cuda::kOneLaunchCtas)
+      check_cu_cached(drv().set_attribute(l.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                      "jit: allowing clusters of 16 CTAs to " + text);
   } catch (...) {
     if (drv().module_unload) drv().module_unload(l.module);
     throw;
@@ -165,7 +169,7 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return functions().get(pack_key(key, arch, device), [&] {
     const cuda::FastGeometry g = cuda::fast_geometry(key);
-    Loaded l = load(compiled(key, arch), device, g.slot_bytes, key_text(key));
+    Loaded l = load(compiled(key, arch), device, g.slot_bytes, key_text(key), cuda::one_launch_capable(key));
     l.blocks_per_sm = 0;
     if (drv().occupancy(&l.blocks_per_sm, l.fn, g.threads, size_t(g.slot_bytes)) != CUDA_SUCCESS ||
         l.blocks_per_sm <= 0)
@@ -185,7 +189,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
             const cuda::TileParams& p) {
   const Loaded& k = loaded(key, device);
   const cuda::FastGeometry g = cuda::fast_geometry(key);
-  const cuda::FastLaunch shape = cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm);
+  const cuda::FastLaunch shape = cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm, p.cluster_amax);
   const dim3 grid = shape.grid;
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid.x;
@@ -195,11 +199,18 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = unsigned(g.slot_bytes);
   cfg.hStream = stream;
-  CUlaunchAttribute attr[1];
+  CUlaunchAttribute attr[2] = {};
   attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr[0].value.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  if (shape.cluster.x > 0) {  // the one-launch amax: the grid is one cluster (loaded() allowed 16 CTAs)
+    CUlaunchAttribute& a = attr[cfg.numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = shape.cluster.x;
+    a.value.clusterDim.y = shape.cluster.y;
+    a.value.clusterDim.z = shape.cluster.z;
+  }
   cuda::TileParams params = p;
   params.act_table = cuda::act_table_pays(key, rows, cols, grid);
   params.long_ctas = shape.long_ctas;
