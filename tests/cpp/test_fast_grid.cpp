@@ -286,7 +286,7 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     ASSERT_TRUE(one_launch_capable(k));
     const FastGeometry g = fast_geometry(k);
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 8}, {1, 7168}, {3, 33}, {16, 7168}, {127, 129}, {1, 8 * 1024}, {kOneLaunchMaxElements / 7168, 7168}}) {
+             {1, 8}, {1, 7168}, {3, 40}, {16, 7168}, {127, 136}, {1, 8 * 1024}, {kOneLaunchMaxElements / 7168, 7168}}) {
       const auto grid = cluster_amax_grid(k, rows, cols);
       ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
       const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
@@ -294,8 +294,9 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
       EXPECT_GE(grid->y, 1u);
       EXPECT_LE(int64_t(grid->y), tiles_y);  // no CTA row without a tile
       EXPECT_LE(int64_t(grid->x) * grid->y, kOneLaunchCtas);
-      // as many CTA rows as the cluster holds (or as there are tiles)
+      // as many CTA rows as the cluster holds (or as there are tiles), each walking a few tiles
       EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kOneLaunchCtas);
+      EXPECT_LE(tiles_of_busiest_cta(*grid, tiles_y), kOneLaunchMaxTilesPerCta);
       const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
@@ -307,6 +308,11 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     EXPECT_FALSE(cluster_amax_grid(k, kOneLaunchMaxElements / 7168 + 1, 7168).has_value());
     EXPECT_FALSE(cluster_amax_grid(k, 1, int64_t(kOneLaunchMaxColTiles) * g.tile_cols + 8).has_value());
     EXPECT_FALSE(cluster_amax_grid(k, 0, 7168).has_value());
+    EXPECT_FALSE(cluster_amax_grid(k, 3, 33).has_value());  // not whole 8-element chunks
+    // narrow and tall: more than kOneLaunchMaxTilesPerCta row tiles for each of the 16 CTAs
+    EXPECT_FALSE(cluster_amax_grid(k, 16 * kOneLaunchMaxTilesPerCta * g.tile_rows + 1, 128).has_value());
+    EXPECT_TRUE(cluster_amax_grid(k, 16 * kOneLaunchMaxTilesPerCta * g.tile_rows, 128).has_value());
+    EXPECT_FALSE(cluster_amax_grid(k, 28672, 8).has_value());
     EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm).cluster.x, 0u);  // no cluster otherwise
   }
   // other recipes, shapes and fused kernels take no one-launch amax

@@ -1275,7 +1275,7 @@ __device__ uint32_t cluster_amax_bits(const TileParams& p) {
   cluster_sync();  // every CTA's maximum is in its shared memory
   m = 0;
   for (uint32_t r = 0; r < cluster_ctas(); ++r) m = num::max_u32(m, ld_cluster_u32(&cta_max, r));
-  cluster_arrive_relaxed();  // done reading the other CTAs' shared memory
+  cluster_arrive_relaxed();  // done reading the other CTAs' shared memory (m used every value read)
   return m;
 }
 

@@ -78,12 +78,15 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
 }
 
 std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int64_t max_elements) {
-  if (!one_launch_capable(key) || rows < 1 || cols < 1) return std::nullopt;
+  // (whole 8-element chunks: the amax pass reads 16-byte pieces, as the fast kernels do)
+  if (!one_launch_capable(key) || rows < 1 || cols < 1 || cols % 8 != 0) return std::nullopt;
   if (rows * cols > max_elements) return std::nullopt;
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   if (gx > kOneLaunchMaxColTiles) return std::nullopt;
-  const int64_t gy = std::min<int64_t>(row_tiles(g, rows), kOneLaunchCtas / gx);
+  const int64_t tiles_y = row_tiles(g, rows);
+  const int64_t gy = std::min<int64_t>(tiles_y, kOneLaunchCtas / gx);
+  if (num::ceil_div(tiles_y, gy) > kOneLaunchMaxTilesPerCta) return std::nullopt;  // narrow and tall
   return dim3(unsigned(gx), unsigned(gy));
 }
 

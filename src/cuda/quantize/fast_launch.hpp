@@ -39,9 +39,11 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
                              bool one_launch = false);
 
 // The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
-// kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements and
-// kOneLaunchMaxColTiles column tiles. The grid is then one cluster of at most kOneLaunchCtas
-// CTAs (a non-portable size above 8), with as many CTAs down the rows as fit. Otherwise nothing:
+// kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements,
+// kOneLaunchMaxColTiles column tiles and kOneLaunchMaxTilesPerCta row tiles per CTA (a narrow,
+// tall input would have 16 CTAs walk what two kernels spread over thousands), and whole
+// 8-element chunks per row. The grid is then one cluster of at most kOneLaunchCtas CTAs (a
+// non-portable size above 8), with as many CTAs down the rows as fit. Otherwise nothing:
 // the call takes the amax kernel, then the cast kernel. The caps are where one launch measured
 // faster under CUDA-graph replay on the H200 (bench/RESULTS.md session 24, bf16, us per call,
 // two kernels -> one launch: fp8_tensor 2.77 -> 2.64 at 1 x 7168, 4.95 -> 4.48 at 16 x 7168,
@@ -50,6 +52,7 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 // 6.07, 7.40 -> 8.25, 4.07 -> 4.70).
 inline constexpr int kOneLaunchCtas = 16;
 inline constexpr int kOneLaunchMaxColTiles = 8;
+inline constexpr int kOneLaunchMaxTilesPerCta = 4;  // a guard, not measured: 64 x 7168 lost at 4
 inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;
 std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols,
                                       int64_t max_elements = kOneLaunchMaxElements);
