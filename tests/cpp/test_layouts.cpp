@@ -90,6 +90,26 @@ TEST(ScaleLayout, PackedUe8m0) {
 
 // The decode GEMM walks K with a row base plus a block offset: every layout but swizzled_128x4
 // must be separable and linear in the row, and swizzled_128x4 must say it is not.
+// The split a rows kernel stores swizzled_128x4 scales through (a pointer per block, a term per
+// row) gives scale_offset's byte for every block of every shape.
+TEST(ScaleLayout, SwizzledSplitMatchesScaleOffset) {
+  for (const auto& [MN, KB] : scale_matrix_shapes()) {
+    const ScaleGeometry g{num::ScaleLayout::swizzled_128x4, MN, KB, false};
+    const int64_t band = num::swizzled_band(KB);
+    for (int64_t i = 0; i < MN; ++i)
+      for (int64_t j = 0; j < KB; ++j)
+        ASSERT_EQ(num::swizzled_row_part(int(i), band) + num::swizzled_block_part(int(j)),
+                  num::scale_offset(g, i, j))
+            << MN << "x" << KB << " at " << i << ", " << j;
+  }
+  // rows past 2^16, where the 32-bit row index's band count grows large
+  const ScaleGeometry tall{num::ScaleLayout::swizzled_128x4, int64_t(1) << 20, 7, false};
+  for (int64_t i : {int64_t(65535), int64_t(65536), int64_t(1000003), (int64_t(1) << 20) - 1})
+    for (int64_t j = 0; j < 7; ++j)
+      ASSERT_EQ(num::swizzled_row_part(int(i), num::swizzled_band(7)) + num::swizzled_block_part(int(j)),
+                num::scale_offset(tall, i, j));
+}
+
 TEST(ScaleLayout, SeparableWalkMatchesScaleOffset) {
   using L = num::ScaleLayout;
   EXPECT_FALSE(num::scale_offset_separable(L::swizzled_128x4));

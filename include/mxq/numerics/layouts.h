@@ -66,6 +66,16 @@ MXQ_HD int64_t scale_offset(const ScaleGeometry& g, int64_t i, int64_t j) {
 // test_layouts.cpp checks the walk against scale_offset.
 MXQ_HD constexpr bool scale_offset_separable(ScaleLayout l) { return l != ScaleLayout::swizzled_128x4; }
 
+// swizzled_128x4 splits too, though not linearly in the row: scale (i, j) is at
+// swizzled_row_part(i, swizzled_band(kb)) + swizzled_block_part(j), the band being the bytes of
+// 128 rows. A rows kernel adds the block part to its pointer once and the row part per store,
+// from its 32-bit row index (fast.cuh RowsWalk). test_layouts.cpp holds the sum to scale_offset.
+MXQ_HD constexpr int64_t swizzled_band(int64_t kb) { return 512 * ((kb + 3) / 4); }
+MXQ_HD constexpr int swizzled_block_part(int j) { return (j >> 2) * 512 + (j & 3); }
+MXQ_HD constexpr int64_t swizzled_row_part(int i, int64_t band) {
+  return (i >> 7) * band + (((i & 31) << 4) | (((i >> 5) & 3) << 2));
+}
+
 struct SeparableWalk {
   int64_t row_stride, block_step;
   int shift, mask;

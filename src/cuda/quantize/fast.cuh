@@ -231,9 +231,8 @@ struct RowsWalk {
   // MX and NVFP4 scales are always 1 byte; row_major puts block (r, kb) at r * kb_count + kb.
   static constexpr bool kByteScales = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::nvfp4;
   static constexpr bool kScalePointer = kByteScales && C::kRowLayout == num::ScaleLayout::row_major;
-  // swizzled_128x4 (layouts.h) puts block (r, kb) at (r / 128) * band + (kb / 4) * 512 + kb % 4
-  // + (r % 32) * 16 + ((r % 128) / 32) * 4: the column part is in `scales`, the row part comes
-  // from the row's 32-bit index per store (band = 512 * ceil(kb_count / 4)).
+  // swizzled_128x4 (layouts.h swizzled_row_part + swizzled_block_part): the block part is in
+  // `scales`, the row part comes from the row's 32-bit index per store.
   static constexpr bool kSwizzledPointer = kByteScales && C::kRowLayout == num::ScaleLayout::swizzled_128x4;
   const TileParams& p;
   const char* x;
@@ -277,8 +276,8 @@ struct RowsWalk {
                block_col<C::kG>(c0);
     } else if constexpr (kSwizzledPointer) {
       const int kb = int(block_col<C::kG>(c0));
-      band = 512 * ((p.row_geom.kb + 3) / 4);
-      scales = static_cast<uint8_t*>(p.row_scales) + (kb >> 2) * 512 + (kb & 3);
+      band = num::swizzled_band(p.row_geom.kb);
+      scales = static_cast<uint8_t*>(p.row_scales) + num::swizzled_block_part(kb);
     }
   }
   // Live rows of this tile for codes (0 in a column beyond the input).
@@ -304,7 +303,7 @@ struct RowsWalk {
       scales[t * p.row_geom.kb] = uint8_t(stored);
     } else if constexpr (kSwizzledPointer) {
       const int r = end - left + i;
-      scales[(r >> 7) * band + (((r & 31) << 4) | (((r >> 5) & 3) << 2))] = uint8_t(stored);
+      scales[num::swizzled_row_part(r, band)] = uint8_t(stored);
     } else put_scale_for<C::kRowLayout>(p.row_scales, p.row_geom, p.fp32_scales, end - left + i, block_col<C::kG>(c0),
                                       stored);
   }
