@@ -286,7 +286,10 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     ASSERT_TRUE(one_launch_capable(k));
     const FastGeometry g = fast_geometry(k);
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 8}, {1, 7168}, {3, 40}, {16, 7168}, {127, 136}, {1, 8 * 1024}, {kOneLaunchMaxElements / 7168, 7168}}) {
+             {1, 8}, {1, 7168}, {3, 40}, {16, 7168}, {127, 136}, {1, 8 * 1024}, {kOneLaunchMaxElements / 7168, 7168},
+             {197, 1024}}) {
+      // fp32's 4-row tiles: 32 x 7168 and 197 x 1024 would give a CTA 4 tiles (below)
+      if (k.dtype == 0 && (rows == kOneLaunchMaxElements / 7168 || rows == 197)) continue;
       const auto grid = cluster_amax_grid(k, rows, cols);
       ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
       const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
@@ -313,6 +316,9 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     EXPECT_FALSE(cluster_amax_grid(k, 16 * kOneLaunchMaxTilesPerCta * g.tile_rows + 1, 128).has_value());
     EXPECT_TRUE(cluster_amax_grid(k, 16 * kOneLaunchMaxTilesPerCta * g.tile_rows, 128).has_value());
     EXPECT_FALSE(cluster_amax_grid(k, 28672, 8).has_value());
+    // two row tiles per CTA at most: the two the kernel's amax pass loads (fast.cuh)
+    EXPECT_EQ(cluster_amax_grid(k, 32, 7168).has_value(), g.tile_rows >= 8);  // 4 x 7 tiles of 16-bit input
+    EXPECT_EQ(cluster_amax_grid(k, 264, 512).has_value(), false);             // 33 x 1 tiles for 16 CTAs
     EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm).cluster.x, 0u);  // no cluster otherwise
   }
   // other recipes, shapes and fused kernels take no one-launch amax

@@ -382,11 +382,13 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
   const int64_t cap_rows = cuda::kOneLaunchMaxElements / 7168;
   struct Case {
     Shape s;
-    bool one;
+    bool one, one_f32;  // fp32 rows kernels have 4-row tiles, and a CTA takes at most two
   };
-  const Case cases[] = {{{1, 8}, true},           {{1, 7168}, true},      {{16, 7168}, true},
-                        {{5, 4104}, true},        {{cap_rows, 7168}, true}, {{cap_rows + 1, 7168}, false},
-                        {{1, 8 * 1024}, true},    {{1, 8 * 1024 + 8}, false}};
+  const Case cases[] = {{{1, 8}, true, true},           {{1, 7168}, true, true},
+                        {{16, 7168}, true, true},       {{5, 4104}, true, true},
+                        {{cap_rows, 7168}, true, false}, {{cap_rows + 1, 7168}, false, false},
+                        {{1, 8 * 1024}, true, true},    {{1, 8 * 1024 + 8}, false, false},
+                        {{197, 1024}, true, false},     {{264, 512}, false, false}};
   struct Restore {
     ~Restore() { g_gpu_backend = Backend::automatic; }
   } restore;
@@ -403,10 +405,14 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
             check_case(rt, dt, c.s, v, seed++);
             if (HasFatalFailure()) return;
             const std::string& k = g_gpu_dispatch.kernel;
-            ASSERT_EQ(k.find("+amax") != std::string::npos, c.one)
+            const bool one = dt == DType::float32 ? c.one_f32 : c.one;
+            ASSERT_EQ(k.find("+amax") != std::string::npos, one)
                 << rt << " " << dtype_name(dt) << " " << c.s.rows << "x" << c.s.cols << ": " << k;
+            if (one) {  // by the backend asked for
+              ASSERT_EQ(k.rfind(b == Backend::cuda_jit ? "jit+amax " : "fast+amax ", 0), 0u) << k;
+            }
             ++cases_run;
-            one_launch += c.one;
+            one_launch += one;
           }
   }
   std::printf("per-tensor cases: %d, %d of them in one launch\n", cases_run, one_launch);

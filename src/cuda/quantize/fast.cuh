@@ -1220,60 +1220,56 @@ struct FusedLoad {
 template <class C>
 inline constexpr bool kClusterAmax = one_launch_capable(C::kKey);
 
-// The amax pass of a one-launch call: the largest |x| of the whole input as fp32 abs bits (a
-// NaN above Inf, as the amax kernel gives it). Each CTA of the cluster reads a share of the
-// input's 8-element chunks (chunk q is row q / (cols / 8); the fast kernels' inputs take 16-byte
-// loads, and cluster_amax_grid holds the chunk count far below 2^32), 128 bytes in flight per
-// thread; the CTAs' maxima meet through distributed shared memory. Every thread then arrives on
-// the cluster barrier's second phase, and the kernel waits on it before it exits
-// (cluster_wait), so that no CTA's shared memory goes while another reads it.
+// The largest |x| (fp32 abs bits) of the kR x 8 elements of a thread's tile at s, zeros where
+// rows are absent (s.n <= 0: none). Volatile loads: the compiler would otherwise merge them with
+// the walk's own loads of the tile and keep those words live across the prologue (NVFP4's rows
+// kernel then spilled).
 template <class C>
-__device__ uint32_t cluster_amax_bits(const TileParams& p) {
-  static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
-  constexpr int kWarps = C::kThreads / 32, kBytes = C::kDType == 0 ? 4 : 2;
-  constexpr int kU = 32 / C::kW;  // chunks in flight per thread: 32 words
-  __shared__ uint32_t warp_max[kWarps];
-  __shared__ uint32_t cta_max;
-  const uint32_t cpr = uint32_t(p.cols) >> 3, total = uint32_t(p.rows) * cpr;
-  const uint32_t stride = cluster_ctas() * C::kThreads;
-  const char* const x = static_cast<const char*>(p.x);
-  auto load = [&](uint32_t q, uint32_t (&w)[C::kW]) {
-    const uint32_t r = q / cpr;
-    const uint4* at = reinterpret_cast<const uint4*>(x + (int64_t(r) * p.row_stride + (q - r * cpr) * 8) * kBytes);
+__device__ uint32_t tile_amax_bits(const TileSrc& s) {
+  uint32_t w[C::kR][C::kW] = {};
 #pragma unroll
-    for (int h = 0; h < C::kW / 4; ++h) {
-      const uint4 v = __ldg(at + h);
-      w[4 * h] = v.x;
-      w[4 * h + 1] = v.y;
-      w[4 * h + 2] = v.z;
-      w[4 * h + 3] = v.w;
-    }
-  };
+  for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+    for (int h = 0; h < C::kW / 4; ++h)
+      if (i < s.n)
+        asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(w[i][4 * h]), "=r"(w[i][4 * h + 1]), "=r"(w[i][4 * h + 2]), "=r"(w[i][4 * h + 3])
+                     : "l"(s.x + i * s.pitch + 16 * h));
   uint32_t m = 0;
-  uint32_t q = cluster_rank() * C::kThreads + threadIdx.x;
-  for (; q + (kU - 1) * stride < total; q += kU * stride) {
-    uint32_t w[kU][C::kW];
 #pragma unroll
-    for (int u = 0; u < kU; ++u) load(q + u * stride, w[u]);
+  for (int i = 0; i < C::kR; ++i) m = num::max_u32(m, amax8_bits<C::kDType>(w[i]));
+  return m;
+}
+
+// The amax pass of a one-launch call: the largest |x| of the whole input as fp32 abs bits (a
+// NaN above Inf, as the amax kernel gives it). A CTA takes the maximum of its own row tiles (at
+// most kOneLaunchMaxTilesPerCta = 2: cluster_amax_grid), loading both at once while the walk's
+// loads of the first are in flight (those L2 lines come once; the loop loads the second again,
+// from L2, while it quantizes the first). Then the warps' maxima meet through distributed shared
+// memory, each lane reading a few of them at once. Every thread then arrives on the cluster
+// barrier's second phase, and the kernel waits on it before it exits (cluster_wait), so that no
+// CTA's shared memory goes while another reads it.
+// (Session 24's version read the input in chunks spread evenly over the cluster, 32 words per
+// thread in flight, and gathered the CTAs' maxima one remote load after another: at 16 x 7168 a
+// thread's four chunks missed its batch and went one round trip at a time.)
+template <class C>
+__device__ uint32_t cluster_amax_bits(uint32_t m) {
+  static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
+  constexpr int kWarps = C::kThreads / 32;
+  constexpr int kReads = (kOneLaunchCtas * kWarps + 31) / 32;  // remote maxima per lane
+  __shared__ uint32_t warp_max[kWarps];
+  const uint32_t lane = threadIdx.x & 31;
+  m = lane_max<32>(m);
+  if (lane == 0) warp_max[threadIdx.x >> 5] = m;
+  cluster_sync();  // every warp's maximum is in its CTA's shared memory
+  const uint32_t maxima = cluster_ctas() * kWarps;
+  m = 0;
 #pragma unroll
-    for (int u = 0; u < kU; ++u) m = num::max_u32(m, amax8_bits<C::kDType>(w[u]));
-  }
-  for (; q < total; q += stride) {
-    uint32_t w[C::kW];
-    load(q, w);
-    m = num::max_u32(m, amax8_bits<C::kDType>(w));
+  for (int j = 0; j < kReads; ++j) {
+    const uint32_t i = lane + 32 * j;
+    if (i < maxima) m = num::max_u32(m, ld_cluster_u32(&warp_max[i % kWarps], i / kWarps));
   }
   m = lane_max<32>(m);
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int k = 1; k < kWarps; ++k) m = num::max_u32(m, warp_max[k]);
-    cta_max = m;
-  }
-  cluster_sync();  // every CTA's maximum is in its shared memory
-  m = 0;
-  for (uint32_t r = 0; r < cluster_ctas(); ++r) m = num::max_u32(m, ld_cluster_u32(&cta_max, r));
   cluster_arrive_relaxed();  // done reading the other CTAs' shared memory (m used every value read)
   return m;
 }
@@ -1300,15 +1296,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
-  // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits, while
-  // the first tile's loads are in flight), then the rule from it. `one_launch` is uniform over
-  // the grid, so every CTA takes part in the cluster barrier and waits on it before it exits.
+  // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits of the
+  // CTA's tiles as loaded), then the rule from it. `one_launch` is uniform over the grid, so
+  // every CTA takes part in the cluster barrier and waits on it before it exits.
   bool one_launch = false;
   uint32_t amax_bits = 0;
-  auto take_amax = [&] {
+  auto take_amax = [&](auto local_max) {
     if constexpr (kClusterAmax<C>) {
       one_launch = p.cluster_amax;
-      if (one_launch) amax_bits = cluster_amax_bits<C>(p);
+      if (one_launch) amax_bits = cluster_amax_bits<C>(local_max());
     }
   };
   auto rule_for_launch = [&] {
@@ -1317,7 +1313,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   };
   auto leave = [&] {
     if constexpr (kClusterAmax<C>) {
-      if (one_launch) cluster_wait();
+      if (p.cluster_amax) cluster_wait();
     }
   };
 
@@ -1339,7 +1335,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int64_t step = int64_t(step_tiles) * C::kTileRows;
   const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
   if (int64_t(first) * C::kTileRows >= p.rows) {
-    take_amax();
+    take_amax([] { return 0u; });
     rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
     leave();
     return;
@@ -1357,7 +1353,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (C::kTransform) a.table = p.act_table;
   if constexpr (C::kGeo.async_load) a.load(at.src(0), p.x);
   else a.load(at.src(0));
-  take_amax();
+  if constexpr (kClusterAmax<C>) {
+    // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
+    // already, the second's are L2 hits when the loop loads them while quantizing the first
+    take_amax([&] {
+      static_assert(kOneLaunchMaxTilesPerCta == 2, "a CTA's tiles: this one and the next");
+      return num::max_u32(tile_amax_bits<C>(at.src(0)), at.next_exists() ? tile_amax_bits<C>(at.src(1)) : 0u);
+    });
+  }
   num::ScaleRule rule = rule_for_launch();
   rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
   Tile::fill_scale_table(rule);

@@ -72,6 +72,12 @@ constexpr bool one_launch_capable(const FastKey& k) {
   const bool per_tensor = k.scheme == num::Scheme::fp8_tensor || k.scheme == num::Scheme::nvfp4;
   return per_tensor && k.shape == FastShape::rows && k.fuse == 0;
 }
+// Such a launch is one cluster of at most kOneLaunchCtas CTAs (a non-portable size above 8),
+// each walking at most kOneLaunchMaxTilesPerCta row tiles (fast_launch.hpp cluster_amax_grid):
+// the two that the rows walk holds in its two register sets, from which the kernel takes the
+// amax (fast.cuh tiles_amax_bits).
+inline constexpr int kOneLaunchCtas = 16;
+inline constexpr int kOneLaunchMaxTilesPerCta = 2;
 
 // The fast kernels index columns in 32 bits: widths up to this (the generic kernel takes wider).
 constexpr int64_t kFastMaxCols = (int64_t(1) << 31) - (int64_t(1) << 16);
@@ -129,7 +135,14 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // kernel sent 2x the L2 requests per byte of the rowwise one, half of them 1-byte scales,
   // and L2 ran at 89% with DRAM at 62%).
   const bool wide = colblocks && k.h == 32 && k.elem != num::ElemFormat::e2m1;
-  g.wr = rows ? 2 : (colblocks ? 4 : (k.h > 16 ? k.h / 16 : 1));
+  // Fused rows kernels with half tiles: 4 warps down and 2 across, 512-column tiles. Their
+  // one-wave grids give every CTA the same row tiles, so a column tile half beyond the output
+  // (3584 columns, a swiglu of 7168, in 1024-column tiles) left a quarter of the CTAs half idle
+  // (bench/RESULTS.md session 25, run 3, of copy at 8192 / 32768 x 7168: mxfp8 swiglu 0.72 /
+  // 0.75 -> 0.79 / 0.84, nvfp4 swiglu 0.55 / 0.57 -> 0.59 / 0.64, mxfp8 + dbias 0.92 / 0.96 ->
+  // 0.93 / 0.96). The single-input ones (silu, gelu: 4 rows per thread) lost 1-4% in 512
+  // columns and keep 1024.
+  g.wr = rows ? (half_tile ? 4 : 2) : (colblocks ? 4 : (k.h > 16 ? k.h / 16 : 1));
   g.wc = (colblocks ? (wide ? 8 : 4) : 8) / g.wr;
   g.threads = 32 * g.wr * g.wc;
   g.tile_rows = g.r * g.rl * g.wr;

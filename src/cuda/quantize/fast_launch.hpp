@@ -40,9 +40,9 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 
 // The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
 // kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements,
-// kOneLaunchMaxColTiles column tiles and kOneLaunchMaxTilesPerCta row tiles per CTA (a narrow,
-// tall input would have 16 CTAs walk what two kernels spread over thousands), and whole
-// 8-element chunks per row. The grid is then one cluster of at most kOneLaunchCtas CTAs (a
+// kOneLaunchMaxColTiles column tiles and kOneLaunchMaxTilesPerCta row tiles per CTA (the two its
+// amax pass loads at once; a narrow, tall input would also have 16 CTAs walk what two kernels
+// spread over thousands), and whole 8-element chunks per row. The grid is then one cluster of at most kOneLaunchCtas CTAs (a
 // non-portable size above 8), with as many CTAs down the rows as fit. Otherwise nothing:
 // the call takes the amax kernel, then the cast kernel. The caps are where one launch measured
 // faster under CUDA-graph replay on the H200 (bench/RESULTS.md session 24, bf16, us per call,
@@ -50,9 +50,8 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 // 4.95 -> 4.74 at 32 x 7168, but 5.14 -> 6.11 at 64 x 7168 and 3.24 -> 3.83 at 1 x 16384, whose
 // 16 column tiles make a 16-CTA cluster of one row; nvfp4 3.49 -> 3.44, 6.48 -> 5.37, 6.66 ->
 // 6.07, 7.40 -> 8.25, 4.07 -> 4.70).
-inline constexpr int kOneLaunchCtas = 16;
+// (kOneLaunchCtas and kOneLaunchMaxTilesPerCta are in fast_key.h: the kernel sizes its amax pass by them.)
 inline constexpr int kOneLaunchMaxColTiles = 8;
-inline constexpr int kOneLaunchMaxTilesPerCta = 4;  // a guard, not measured: 64 x 7168 lost at 4
 inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;
 std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols,
                                       int64_t max_elements = kOneLaunchMaxElements);
