@@ -35,6 +35,12 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ void cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
+// The same, after `used`, a value computed from every remote load the thread made: as an operand
+// of the arrive it is complete before the arrive, and so are those loads (the compiler cannot
+// sink the instructions that compute it below the barrier).
+__device__ __forceinline__ void cluster_arrive_relaxed_after(uint32_t used) {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned; // %0" ::"r"(used) : "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 
 // The shared-memory address p in CTA `rank` of the cluster.

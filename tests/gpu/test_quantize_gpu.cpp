@@ -33,7 +33,10 @@ using namespace gpu_test;
 // ---- case generation (separate from the checks)
 // all16_*: every finite fp16 / bf16 value with |x| <= 6, one per element, each 32-element block
 // led by a 6 so that MX and pow2 scales give the multiplier 1: the FP4 codes of every input.
-enum class Values { normal_outliers, special, all16_fp16, all16_bf16, every_bf16 };
+// peak_last: normal values below 8 in magnitude and one of 1000 in the last element, the
+// tensor's unique amax (in the last row tile: a cluster CTA's second tile in the one-launch
+// cases that have two per CTA), which a pass that missed that tile would not see.
+enum class Values { normal_outliers, special, all16_fp16, all16_bf16, every_bf16, peak_last };
 
 std::vector<float> all16_le6(bool fp16) {
   std::vector<float> v;
@@ -59,6 +62,11 @@ std::vector<float> make_values(int64_t rows, int64_t cols, Values kind, uint64_t
     return x;
   }
   for (auto& v : x) v = nd(rng);
+  if (kind == Values::peak_last) {
+    for (auto& v : x) v = std::fmax(-7.5f, std::fmin(7.5f, v));
+    x.back() = -1000.0f;
+    return x;
+  }
   for (int64_t i = 0; i < rows * cols / 97 + 1; ++i) x[size_t(rng() % x.size())] *= 300.0f * ud(rng);  // outliers
   if (kind == Values::special) {
     const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 1e-40f, -3e-39f, 0.0f, -0.0f, 448.0f, 449.0f,
@@ -400,8 +408,8 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
          {"fp8_tensor", "fp8_tensor_e5m2", "fp8_tensor:pow2=1", "nvfp4", "nvfp4:layout=swizzled_128x4"})
       for (DType dt : {DType::bfloat16, DType::float16, DType::float32})
         for (const Case& c : cases)
-          for (Values v : {Values::normal_outliers, Values::special}) {
-            if (b == Backend::cuda_jit && (dt != DType::bfloat16 || v != Values::normal_outliers)) continue;
+          for (Values v : {Values::normal_outliers, Values::special, Values::peak_last}) {
+            if (b == Backend::cuda_jit && (dt != DType::bfloat16 || v == Values::special)) continue;
             check_case(rt, dt, c.s, v, seed++);
             if (HasFatalFailure()) return;
             const std::string& k = g_gpu_dispatch.kernel;

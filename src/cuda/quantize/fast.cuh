@@ -7,7 +7,8 @@
 // reference bit for bit.
 //
 // Three thread shapes (a thread always owns kR rows x 8 consecutive columns):
-//   rows       1 x G blocks, rowwise only: a warp is 32 lanes along the columns, 4 rows each.
+//   rows       1 x G blocks, rowwise only: a warp is 32 lanes along the columns, kR rows each
+//              (4 for 16-bit input; 2 for fp32 and the fused half tiles: fast_geometry).
 //   colblocks  columnwise blocks kH rows tall (and optionally 1 x G rowwise): kR = 8 rows per
 //              thread, kH / 8 lanes down a column block; a 1 x G block spans G / 8 lanes.
 //   two_d      kH x kG blocks (128 x 128 weights, NVFP4 16 x 16): 8 rows per thread, warps of
@@ -1232,7 +1233,7 @@ __device__ uint32_t tile_amax_bits(const TileSrc& s) {
 #pragma unroll
     for (int h = 0; h < C::kW / 4; ++h)
       if (i < s.n)
-        asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+        asm volatile("{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %4;\n\tld.global.nc.v4.u32 {%0, %1, %2, %3}, [g];\n\t}"
                      : "=r"(w[i][4 * h]), "=r"(w[i][4 * h + 1]), "=r"(w[i][4 * h + 2]), "=r"(w[i][4 * h + 3])
                      : "l"(s.x + i * s.pitch + 16 * h));
   uint32_t m = 0;
@@ -1270,7 +1271,7 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
     if (i < maxima) m = num::max_u32(m, ld_cluster_u32(&warp_max[i % kWarps], i / kWarps));
   }
   m = lane_max<32>(m);
-  cluster_arrive_relaxed();  // done reading the other CTAs' shared memory (m used every value read)
+  cluster_arrive_relaxed_after(m);  // done reading the other CTAs' shared memory: m used every value read
   return m;
 }
 
@@ -1297,7 +1298,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
   // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits of the
-  // CTA's tiles as loaded), then the rule from it. `one_launch` is uniform over the grid, so
+  // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform over the grid, so
   // every CTA takes part in the cluster barrier and waits on it before it exits.
   bool one_launch = false;
   uint32_t amax_bits = 0;
@@ -1357,6 +1358,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
     // already, the second's are L2 hits when the loop loads them while quantizing the first
     take_amax([&] {
+      // cluster_amax_grid gives no CTA a third tile (FastGrid.SmallPerTensorCallsAreOneCluster...
+      // holds it to that); a third would be quantized without counting in the amax
       static_assert(kOneLaunchMaxTilesPerCta == 2, "a CTA's tiles: this one and the next");
       return num::max_u32(tile_amax_bits<C>(at.src(0)), at.next_exists() ? tile_amax_bits<C>(at.src(1)) : 0u);
     });

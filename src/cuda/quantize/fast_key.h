@@ -74,8 +74,8 @@ constexpr bool one_launch_capable(const FastKey& k) {
 }
 // Such a launch is one cluster of at most kOneLaunchCtas CTAs (a non-portable size above 8),
 // each walking at most kOneLaunchMaxTilesPerCta row tiles (fast_launch.hpp cluster_amax_grid):
-// the two that the rows walk holds in its two register sets, from which the kernel takes the
-// amax (fast.cuh tiles_amax_bits).
+// this one and the next, whose amax the kernel takes before it quantizes them (fast.cuh
+// tile_amax_bits).
 inline constexpr int kOneLaunchCtas = 16;
 inline constexpr int kOneLaunchMaxTilesPerCta = 2;
 

@@ -49,7 +49,9 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 // two kernels -> one launch: fp8_tensor 2.77 -> 2.64 at 1 x 7168, 4.95 -> 4.48 at 16 x 7168,
 // 4.95 -> 4.74 at 32 x 7168, but 5.14 -> 6.11 at 64 x 7168 and 3.24 -> 3.83 at 1 x 16384, whose
 // 16 column tiles make a 16-CTA cluster of one row; nvfp4 3.49 -> 3.44, 6.48 -> 5.37, 6.66 ->
-// 6.07, 7.40 -> 8.25, 4.07 -> 4.70).
+// 6.07, 7.40 -> 8.25, 4.07 -> 4.70). Session 25's amax pass from the CTA's own tiles: fp8_tensor
+// 2.04 / 2.57 / 3.40 us at 1 / 16 / 32 x 7168, nvfp4 2.87 / 3.39 / 4.67 (the caps not measured
+// again; fp32 input, in 4-row tiles, takes two kernels from 17 rows of 7168: not measured).
 // (kOneLaunchCtas and kOneLaunchMaxTilesPerCta are in fast_key.h: the kernel sizes its amax pass by them.)
 inline constexpr int kOneLaunchMaxColTiles = 8;
 inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;

@@ -43,9 +43,9 @@ struct TileParams {
   // long_ctas takes one of the last row tiles: a short tail (FastLaunch, fast_launch.cpp).
   int long_ctas;
   // fp8_tensor / NVFP4 rows kernels over a small input (cluster_amax_grid, fast_launch.hpp): the
-  // grid is one cluster, whose CTAs take the amax of the whole input first and share it through
-  // distributed shared memory, then quantize; the amax pass reads the input, the cast pass reads
-  // it again (from L2), in one launch. `amax` is then not read and amax_canonical is written.
+  // grid is one cluster, each of whose CTAs takes the amax of its one or two row tiles, shares it
+  // through distributed shared memory, then quantizes them (the tiles come again from L2), in one
+  // launch. `amax` is then not read and amax_canonical is written.
   bool cluster_amax;
 };
 
