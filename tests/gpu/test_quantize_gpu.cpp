@@ -383,8 +383,10 @@ TEST(GpuQuantize, CapturableInCudaGraph) {
 // (cuda::cluster_amax_grid: a cluster whose CTAs share the amax through distributed shared
 // memory); past the element cap or 8 column tiles, the amax kernel and then the cast kernel.
 // Both bit-exact with the CPU reference (amax and global scale included), with NaN and Inf in the
-// input too, in every input dtype and through both the AOT and the JIT kernels; the dispatch
-// record says which ran ("+amax": one launch), and each case expects the one the rule picks.
+// input too, with the amax's unique peak in the last element (a CTA's second, partial tile), in
+// every input dtype and through both the AOT and the JIT kernels, in a cluster of 16 CTAs and
+// with rows further apart than their width; the dispatch record says which ran ("+amax": one
+// launch), and each case expects the one the rule picks.
 TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
   REQUIRE_GPU();
   const int64_t cap_rows = cuda::kOneLaunchMaxElements / 7168;
@@ -396,7 +398,8 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
                         {{16, 7168}, true, true},       {{5, 4104}, true, true},
                         {{cap_rows, 7168}, true, false}, {{cap_rows + 1, 7168}, false, false},
                         {{1, 8 * 1024}, true, true},    {{1, 8 * 1024 + 8}, false, false},
-                        {{197, 1024}, true, false},     {{264, 512}, false, false}};
+                        {{197, 1024}, true, false},     {{264, 512}, false, false},
+                        {{16, 8192}, true, true}};  // 8 x 2 CTAs: a cluster of 16, the non-portable size
   struct Restore {
     ~Restore() { g_gpu_backend = Backend::automatic; }
   } restore;
@@ -422,6 +425,13 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
             ++cases_run;
             one_launch += one;
           }
+  }
+  // rows further apart than their width (the amax pass walks the row stride as the cast does)
+  for (const char* rt : {"fp8_tensor", "nvfp4"}) {
+    g_gpu_backend = Backend::cuda_aot;
+    check_case(rt, DType::bfloat16, Shape{24, 7168}, Values::peak_last, seed++, /*row_pad=*/72);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(g_gpu_dispatch.kernel.rfind("fast+amax ", 0), 0u) << rt << " with a row stride: " << g_gpu_dispatch.kernel;
   }
   std::printf("per-tensor cases: %d, %d of them in one launch\n", cases_run, one_launch);
 }
