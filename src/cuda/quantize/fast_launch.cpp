@@ -86,7 +86,7 @@ std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t 
   if (gx > kOneLaunchMaxColTiles) return std::nullopt;
   const int64_t tiles_y = row_tiles(g, rows);
   const int64_t gy = std::min<int64_t>(tiles_y, kOneLaunchCtas / gx);
-  if (num::ceil_div(tiles_y, gy) > kOneLaunchMaxTilesPerCta) return std::nullopt;  // narrow and tall
+  if (num::ceil_div(tiles_y, gy) > kOneLaunchMaxTilesPerCta) return std::nullopt;  // the kernel takes two
   return dim3(unsigned(gx), unsigned(gy));
 }
 
