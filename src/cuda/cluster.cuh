@@ -30,14 +30,10 @@ __device__ __forceinline__ void cluster_sync() {
 // The two halves of a cluster barrier with nothing to publish: every thread arrives once it no
 // longer reads other CTAs' shared memory, and waits before it exits (a CTA's shared memory must
 // outlive the other CTAs' reads of it); work between the two overlaps the wait. A relaxed
-// arrive orders nothing by itself: callers use the values they loaded before it (the loads have
-// then completed), as cluster_amax_bits does; the release form would put a GPU-wide fence there.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-// The same, after `used`, a value computed from every remote load the thread made: as an operand
-// of the arrive it is complete before the arrive, and so are those loads (the compiler cannot
-// sink the instructions that compute it below the barrier).
+// arrive orders nothing by itself (the release form would put a GPU-wide fence there), so it
+// takes `used`, a value computed from every remote load the thread made: as an operand of the
+// arrive it is complete before it, and so are those loads (the compiler cannot sink the
+// instructions that compute it below the barrier).
 __device__ __forceinline__ void cluster_arrive_relaxed_after(uint32_t used) {
   asm volatile("barrier.cluster.arrive.relaxed.aligned; // %0" ::"r"(used) : "memory");
 }
