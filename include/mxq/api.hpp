@@ -98,12 +98,12 @@ uint64_t jit_cache_clear();  // entries removed from disk
 // Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
 // dtype; an entry "RECIPE+ACT", "RECIPE+dACT", "RECIPE+dbias" (or several, "mxfp8+dgelu+dbias")
 // names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]" the GEMM's TMA +
-// wgmma kernel specialised on N and K (what Backend::cuda_jit runs for such a call; promote_k
-// defaults to GemmOptions'; without block_m, or with 0, both tile heights, since the call's M
-// chooses, and at 128 rows the split-K cluster kernels the plan gives some M on an H200), for
-// compute capability `arch` (0: the current device's, 90 without one), on
-// `threads` workers (0: one per core), into the memory and disk caches: off the hot path, e.g. at
-// start-up.
+// wgmma kernel specialised on N and K (what Backend::cuda_jit runs for such a call; without
+// promote_k, or with 0, the intervals of both D dtypes' defaults, 32 and 128; without block_m, or
+// with 0, both tile heights, since the call's M chooses, and at 128 rows the split-K cluster
+// kernels the plan gives some M on an H200), for compute capability `arch` (0: the current
+// device's, 90 without one), on `threads` workers (0: one per core), into the memory and disk
+// caches: off the hot path, e.g. at start-up.
 struct JitWarmupResult {
   int configs = 0;                    // kernels now cached
   std::vector<std::string> failures;  // "config: message"
@@ -132,11 +132,13 @@ struct GemmOptions {
   Backend backend = Backend::automatic;
   float alpha = 1.0f;
   // K extent of each tensor-core partial sum before it is scaled into the fp32 accumulators (the
-  // wgmma kernel): 32, 64 or 128. The tensor cores add FP8 products in a format narrower than
-  // fp32 (about 14 bits, DeepSeek-V3 section 3.3.2), so a shorter run is more accurate and costs
-  // FMAs: on the H200 (bench/RESULTS.md), 32 keeps the fp32 relative error under 2e-4 and 128
-  // (DeepGEMM's interval; cuBLASLt's accuracy, 3.4e-4) is 1.5x faster. Other kernels ignore it.
-  int promote_k = 32;
+  // wgmma kernel): 32, 64 or 128, or 0 (default) for D's dtype's (resolve_promote_k in
+  // mxq/gemm_plan.hpp: 128 for bfloat16 D, 32 for float32). The tensor cores add FP8 products in
+  // a format narrower than fp32 (about 14 bits, DeepSeek-V3 section 3.3.2), so a shorter run is
+  // more accurate and costs FMAs: on the H200 (bench/RESULTS.md), 32 keeps the fp32 relative
+  // error under 2e-4 and 128 (DeepGEMM's interval; cuBLASLt's accuracy, 3.4e-4, far below a
+  // bfloat16 D's own rounding) is 1.5x faster. Other kernels ignore it.
+  int promote_k = 0;
   // Rows of the wgmma kernel's output tiles: 0 lets the plan choose (gemm_config::wgmma_block_m:
   // 256 where the persistent grid's waves times a tile's cost, a 256-row tile counted as 1.8
   // 128-row ones, come out smaller, else 128); 128 or 256 forces one. Other kernels ignore it.

@@ -76,6 +76,9 @@ struct GemmPlan {
   // their grid fills less than two thirds of a wave's slots (gemm_config::decode_pdl), which the
   // launchers ask with the same figures.
   bool early_launch = true;
+  // The promotion interval (resolve_promote_k): K summed by the tensor cores before each fp32
+  // promotion in the tma-wgmma kernel (the decode kernels promote every 32, generic sums in fp32).
+  int promote_k = 32;
 };
 
 // The rule alone (no strings, for the per-call dispatch); plan_gemm reports it with the tiles.
@@ -83,11 +86,21 @@ struct GemmPlan {
 // alignment: gemm() asks the kernel); where they do not, the decode kernel keeps M <= 64.
 // plan_gemm assumes they do.
 enum class GemmPath : uint8_t { swap_ab, tma_wgmma, generic };
-// promote_k: GemmOptions::promote_k (the decode kernel cedes short K to the wgmma kernel at 128).
+// The promotion interval a call with GemmOptions::promote_k = 0 (the default) runs at: the one that
+// keeps D's dtype within issue 6's error bar at the lower cost. A bfloat16 D rounds to 8
+// significant bits (relative error up to 2^-9, the bar 4e-3), so promote-k 128 (DeepGEMM's
+// interval; fp32 error 3.4e-4 on the H200, bench/RESULTS.md) costs it nothing visible and runs
+// 1.5x faster; a float32 D keeps 32, the one interval under the 2e-4 bar (1.8e-4). A non-zero
+// value is the caller's choice and is returned as is.
+constexpr int resolve_promote_k(int promote_k, DType out) {
+  return promote_k != 0 ? promote_k : out == DType::bfloat16 ? 128 : 32;
+}
+// promote_k: the call's interval, resolved (the decode kernel cedes short K to the wgmma kernel at 128).
 GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands = true,
                    int promote_k = 32);
+// promote_k: GemmOptions::promote_k (0: resolve_promote_k by `out`).
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, const ArchDesc& arch,
-                   int promote_k = 32);
+                   int promote_k = 0);
 std::string to_string(const GemmPlan& p);
 
 }  // namespace mxq

@@ -193,11 +193,12 @@ typedef struct mxq_gemm_options {
   const DLTensor* c;     /* NULL, or float32 (M, N) on D's device; may be D itself (accumulate) */
   const DLTensor* bias;  /* NULL, or float32 (N) on D's device */
   void* stream;          /* cudaStream_t, as in mxq_quantize_options */
-  int promote_k;         /* 32, 64 or 128: see GemmOptions::promote_k in mxq/api.hpp; 32 by default */
+  int promote_k;         /* 0 (by D's dtype: 128 for bfloat16, 32 for float32), 32, 64 or 128: see
+                            GemmOptions::promote_k in mxq/api.hpp; 0 by default */
   int64_t block_m;       /* 0 (the plan's choice), 128 or 256: GemmOptions::block_m; 0 by default. Appended:
                             a caller built before it passes the old size and gets 0 */
 } mxq_gemm_options;
-#define MXQ_GEMM_OPTIONS_INIT {sizeof(mxq_gemm_options), MXQ_BACKEND_AUTO, 1.0f, NULL, NULL, NULL, 32, 0}
+#define MXQ_GEMM_OPTIONS_INIT {sizeof(mxq_gemm_options), MXQ_BACKEND_AUTO, 1.0f, NULL, NULL, NULL, 0, 0}
 
 /* Block-scaled FP8 GEMM: D (M, N) = alpha * A (M, K) . B (N, K)^T (+ C) (+ bias), both operands
  * K-major as mxq_quantize writes them. 1D2D: A fp8_block_1x128, B fp8_block_128x128; 1D1D: both

@@ -343,7 +343,7 @@ def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False,
 
 
 def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, bias=None, out_dtype: str = "float32",
-         backend: str = "auto", promote_k: int = 32, block_m: int = 0):
+         backend: str = "auto", promote_k: int = 0, block_m: int = 0):
     """Block-scaled FP8 GEMM: alpha * A . B^T (+ c) (+ bias), A (M, K) and B (N, K) both quantized
     K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
     Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
@@ -351,12 +351,14 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     reference. On CUDA, backend "auto" runs our TMA + wgmma kernel where it takes the call (M > 64),
     else cuBLASLt's block-scaled GEMM, else our decode or generic kernel; "cublaslt" and
     "cuda-aot" ask for one side (mxq/api.hpp lists the conditions). ``promote_k`` (32, 64 or 128)
-    is the K extent of the wgmma kernel's tensor-core partial sums: 32 is the accurate default,
-    128 DeepGEMM's interval (faster, cuBLASLt's accuracy). ``block_m`` (0, 128 or 256) is the
-    wgmma kernel's tile rows; 0 lets ``gemm_plan`` choose."""
+    is the K extent of the wgmma kernel's tensor-core partial sums: 32 is the most accurate, 128
+    DeepGEMM's interval (1.5x faster, cuBLASLt's accuracy); 0, the default, takes 128 for a
+    bfloat16 ``out_dtype`` (whose own rounding is far coarser) and 32 for float32. ``block_m``
+    (0, 128 or 256) is the wgmma kernel's tile rows; 0 lets ``gemm_plan`` choose."""
     for name, value in (("promote_k", promote_k), ("block_m", block_m)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise TypeError(f"gemm: {name}={value!r}; expected an int ({'32, 64 or 128' if name == 'promote_k' else '0, 128 or 256'})")
+            raise TypeError(f"gemm: {name}={value!r}; expected an int "
+                            f"({'0, 32, 64 or 128' if name == 'promote_k' else '0, 128 or 256'})")
     fa = _quantized_framework(a, "gemm")
     fb = _quantized_framework(b, "gemm")
     if fa is not fb:
@@ -371,13 +373,14 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
 
 
 def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132,
-              promote_k: int = 32) -> dict:
+              promote_k: int = 0) -> dict:
     """Which of our CUDA GEMM kernels an (M, N, K) problem runs on, and its tiles (the shape rule
     that mxq.gemm dispatches by, for a call with this promote_k; mxq/gemm_plan.hpp states it):
     {"path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles",
-    "ctas_per_sm", "waves", "last_wave", "smem_bytes"}."""
+    "ctas_per_sm", "waves", "last_wave", "smem_bytes", "promote_k"} (promote_k: the interval the
+    call runs at, 0 resolved by out_dtype)."""
     keys = ("path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles", "ctas_per_sm",
-            "waves", "last_wave", "smem_bytes")
+            "waves", "last_wave", "smem_bytes", "promote_k")
     return dict(zip(keys, _core.gemm_plan(int(m), int(n), int(k), kind, out_dtype, int(sms), int(promote_k))))
 
 

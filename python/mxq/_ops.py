@@ -167,7 +167,7 @@ def dequantize_into(fw, recipe: str, rows: int, cols: int, bufs, dtype: str, col
 
 
 def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str, n: int, kb: int, b_data, b_scales,
-              alpha: float, c, bias, out_dtype: str, backend: str, promote_k: int = 32, run: bool = True,
+              alpha: float, c, bias, out_dtype: str, backend: str, promote_k: int = 0, run: bool = True,
               block_m: int = 0):
     if out_dtype not in ("float32", "bfloat16"):
         raise TypeError(f"gemm: out_dtype={out_dtype!r}; expected 'float32' or 'bfloat16'")

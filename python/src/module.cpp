@@ -164,9 +164,9 @@ NB_MODULE(_core, m) {
         const mxq::GemmPlan p = mxq::plan_gemm(m_, n, k, kind == "1d2d" ? mxq::GemmKind::d1d2 : mxq::GemmKind::d1d1,
                                                mxq::parse_dtype(out), arch, promote_k);
         return std::make_tuple(p.path, p.why, p.block_m, p.block_n, p.block_k, p.stages, p.cluster, p.split_k, p.tiles,
-                               p.ctas_per_sm, p.waves, p.last_wave, p.smem_bytes);
+                               p.ctas_per_sm, p.waves, p.last_wave, p.smem_bytes, p.promote_k);
       },
-      "m"_a, "n"_a, "k"_a, "kind"_a = "1d2d", "out"_a = "bfloat16", "sms"_a = 132, "promote_k"_a = 32);
+      "m"_a, "n"_a, "k"_a, "kind"_a = "1d2d", "out"_a = "bfloat16", "sms"_a = 132, "promote_k"_a = 0);
   m.def("preset_names", &mxq::Recipe::preset_names);
   m.def("dtype_table", [] {
     int n = 0;
@@ -257,7 +257,7 @@ NB_MODULE(_core, m) {
         mxq::gemm(qa, qb, dv, o);
       },
       "a_recipe"_a, "m"_a, "k"_a, "a_data"_a, "a_scales"_a, "b_recipe"_a, "n"_a, "kb"_a, "b_data"_a, "b_scales"_a, "d"_a,
-      "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a, "promote_k"_a = 32, "device"_a = DeviceArg{0, 0},
+      "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a, "promote_k"_a = 0, "device"_a = DeviceArg{0, 0},
       "stream"_a = 0, "block_m"_a = 0);
 
   m.def(

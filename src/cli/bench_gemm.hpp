@@ -27,7 +27,7 @@ std::array<int64_t, 3> parse_gemm_shape(const std::string& text);
 // One timed configuration: a backend and the GemmOptions our wgmma kernel reads.
 struct GemmBenchRun {
   Backend backend;
-  int promote_k = 32;
+  int promote_k = 0;  // 0: D's dtype's (resolve_promote_k)
   int block_m = 0;  // 0: the plan's choice
 };
 // A 1x128 (mn_major_tma) x B 128x128, bf16 D, operands quantized on GPU 0 by mxq::quantize;

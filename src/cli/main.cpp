@@ -195,8 +195,9 @@ int main(int argc, char** argv) {
   gplan->add_option("--out", gout, "D dtype: bfloat16 or float32")->check(CLI::IsMember({"bfloat16", "float32"}));
   gplan->add_option("--sms", gsms, "SM count of the target (default: the H200's 132)")->check(kPositiveInt);
   int gpromote = mxq::GemmOptions{}.promote_k;
-  gplan->add_option("--promote-k", gpromote, "GemmOptions::promote_k of the call: 32, 64 or 128")
-      ->check(CLI::IsMember({32, 64, 128}));
+  gplan->add_option("--promote-k", gpromote,
+                    "GemmOptions::promote_k of the call: 0 (by --out: 128 for bfloat16, 32 for float32), 32, 64 or 128")
+      ->check(CLI::IsMember({0, 32, 64, 128}));
   gplan->add_flag("--json", as_json, "machine-readable output");
 
   auto* bench = app.add_subcommand("bench", "benchmarks on the GPU: bench gemm [MxNxK ...]");
@@ -206,8 +207,10 @@ int main(int argc, char** argv) {
   std::string bbackends = "cublaslt,cuda-aot";
   bgemm->add_option("shapes", bshapes, "MxNxK shapes (default: issue 6's DeepSeek V3 shapes and 8192^3)");
   bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), auto");
-  int bpromote = 32;
-  bgemm->add_option("--promote-k", bpromote, "GemmOptions::promote_k of our wgmma kernel: 32, 64 or 128");
+  int bpromote = mxq::GemmOptions{}.promote_k;
+  bgemm->add_option("--promote-k", bpromote,
+                    "GemmOptions::promote_k of our wgmma kernel: 0 (D's dtype's: 128 for the bench's bfloat16 D), 32, 64 "
+                    "or 128");
   std::vector<int> bblock_m{0};
   bgemm
       ->add_option("--block-m", bblock_m,
@@ -236,7 +239,7 @@ int main(int argc, char** argv) {
                           {"tiles", p.tiles},   {"ctas_per_sm", p.ctas_per_sm}, {"waves", p.waves},
                           {"last_wave", p.last_wave},
                           {"smem_bytes", p.smem_bytes},
-                          {"early_launch", p.early_launch}}
+                          {"early_launch", p.early_launch}, {"promote_k", p.promote_k}}
                          .dump(2)
                   << "\n";
       } else {

@@ -59,7 +59,9 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   check_promote_k(promote_k, "gemm plan: promote_k");
   if (out != DType::float32 && out != DType::bfloat16)
     fail_arg(std::string("gemm plan: D dtype ") + dtype_name(out) + " is not supported; expected float32 or bfloat16");
+  promote_k = resolve_promote_k(promote_k, out);
   GemmPlan p;
+  p.promote_k = promote_k;
   switch (gemm_path(m, n, k, kind, arch, true, promote_k)) {
     case GemmPath::swap_ab:
       p.path = "swap-ab";
@@ -95,7 +97,9 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       else if (decode_cedes_short_k(m, k, promote_k))
         p.why += ", K=" + std::to_string(k) + " at promote-k 128 (faster here than the decode kernel)";
       else p.why += " (the decode kernel's tiles would take 2 waves)";
-      p.why += ": " + std::to_string(p.block_m) + "x128 tiles (256 rows where waves times a tile's cost come out smaller)";
+      p.why += ": " + std::to_string(p.block_m) +
+               "x128 tiles (256 rows where waves times a tile's cost come out smaller), promote-k " +
+               std::to_string(promote_k);
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
       p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(arch));

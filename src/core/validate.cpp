@@ -1,6 +1,7 @@
 #include "core/validate.hpp"
 
 #include "mxq/error.hpp"
+#include "mxq/gemm_plan.hpp"
 
 namespace mxq {
 namespace {
@@ -138,13 +139,14 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   }
   if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + std::to_string(opt.alpha) + " must be finite");
   check_promote_k(opt.promote_k, "gemm: options.promote_k");
+  c.promote_k = resolve_promote_k(opt.promote_k, c.d.dtype);
   check_block_m(opt.block_m, "gemm: options.block_m");
   return c;
 }
 
 void check_promote_k(int64_t promote_k, const std::string& what) {
-  if (promote_k != 32 && promote_k != 64 && promote_k != 128)
-    fail_arg(what + "=" + std::to_string(promote_k) + "; expected 32, 64 or 128");
+  if (promote_k != 0 && promote_k != 32 && promote_k != 64 && promote_k != 128)
+    fail_arg(what + "=" + std::to_string(promote_k) + "; expected 0 (by D's dtype), 32, 64 or 128");
 }
 
 void check_block_m(int64_t block_m, const std::string& what) {

@@ -41,8 +41,9 @@ QuantizeCall check_quantize(const TensorView& x, const QuantizedTensor& out, con
 struct GemmCall {
   Matrix d, c;
   num::ScaleGeometry a_scales, b_scales;  // the operands' scale layouts, as planned in validation
+  int promote_k = 32;                     // GemmOptions::promote_k resolved by D's dtype (resolve_promote_k)
 };
-// GemmOptions::promote_k: 32, 64 or 128, else an invalid_argument error "<what>=<value>; expected ...".
+// GemmOptions::promote_k: 0, 32, 64 or 128, else an invalid_argument error "<what>=<value>; expected ...".
 void check_promote_k(int64_t promote_k, const std::string& what);
 // GemmOptions::block_m: 0, 128 or 256, else an invalid_argument error as above
 // ("<what>=<value>; expected 0 (the plan's choice), 128 or 256").

@@ -474,6 +474,7 @@ static void test_gemm_exact(void) {
   CHECK_OK(mxq_quantize(ra, &ta.t, &qa.q, NULL));
   CHECK_OK(mxq_quantize(rb, &tb.t, &qb.q, NULL));
   mxq_gemm_options o = MXQ_GEMM_OPTIONS_INIT;
+  CHECK(o.promote_k == 0, "MXQ_GEMM_OPTIONS_INIT: promote_k %d; expected 0 (by D's dtype)", o.promote_k);
   CHECK_OK(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o));
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
@@ -485,7 +486,7 @@ static void test_gemm_exact(void) {
               "d of the wrong shape");
   o.promote_k = 48;
   check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,
-              "options.promote_k=48; expected 32, 64 or 128", "promote_k not 32, 64 or 128");
+              "options.promote_k=48; expected 0 (by D's dtype), 32, 64 or 128", "promote_k not 0, 32, 64 or 128");
   o.promote_k = 32;
   o.block_m = 192;
   check_error(mxq_gemm(ra, &qa.q, M, K, rb, &qb.q, N, &td.t, &o), MXQ_ERROR_INVALID_ARGUMENT,

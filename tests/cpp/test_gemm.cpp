@@ -121,17 +121,17 @@ TEST(Gemm, ValidationNamesTheArgument) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   };
-  for (int pk : {0, 16, 96, 256}) {
+  for (int pk : {-32, 16, 96, 256}) {
     GemmOptions o;
     o.promote_k = pk;
-    refused(o, "options.promote_k=" + std::to_string(pk) + "; expected 32, 64 or 128");
+    refused(o, "options.promote_k=" + std::to_string(pk) + "; expected 0 (by D's dtype), 32, 64 or 128");
   }
   for (int bm : {-1, 64, 192, 512}) {
     GemmOptions o;
     o.block_m = bm;
     refused(o, "options.block_m=" + std::to_string(bm) + "; expected 0 (the plan's choice), 128 or 256");
   }
-  for (auto [pk, bm] : {std::pair{32, 0}, {64, 128}, {128, 256}}) {  // the CPU reference ignores both: fp64
+  for (auto [pk, bm] : {std::pair{32, 0}, {64, 128}, {128, 256}, {0, 0}}) {  // the CPU reference ignores both: fp64
     GemmOptions o;
     o.promote_k = pk;
     o.block_m = bm;

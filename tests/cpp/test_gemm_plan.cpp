@@ -22,11 +22,20 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
                         {4096, 7168}, {7168, 2048}})
       for (DType out : {DType::bfloat16, DType::float32}) {
         const GemmPlan p = plan_gemm(m, n, k, GemmKind::d1d2, out, kH200);
-        // decode up to 32 rows, and up to 64 where its 64-row tiles fit one wave (3 CTAs per SM)
-        const bool decode = m <= 32 || (m <= 64 && (n + 63) / 64 <= 3 * 132);
+        // the default interval follows D's dtype: 128 for bf16 (its rounding dwarfs the
+        // difference), 32 for fp32 (issue 6's 2e-4 bar)
+        const int pk = out == DType::bfloat16 ? 128 : 32;
+        EXPECT_EQ(p.promote_k, pk) << to_string(p);
+        // decode up to 32 rows, and up to 64 where its 64-row tiles fit one wave (3 CTAs per SM),
+        // but at promote-k 128 the wgmma kernel takes 33..64 rows at K <= 2048, 17..32 at K <= 512
+        const bool cede = pk == 128 && ((m > 32 && k <= 2048) || (m > 16 && k <= 512));
+        const bool decode = (m <= 32 || (m <= 64 && (n + 63) / 64 <= 3 * 132)) && !cede;
         EXPECT_EQ(p.path, decode ? "swap-ab" : "tma-wgmma") << to_string(p);
-        // the dispatch's string-free rule says the same
-        EXPECT_EQ(gemm_path(m, n, k, GemmKind::d1d2, kH200), decode ? GemmPath::swap_ab : GemmPath::tma_wgmma);
+        if (!decode) {
+          EXPECT_NE(to_string(p).find("promote-k " + std::to_string(pk)), std::string::npos) << to_string(p);
+        }
+        // the dispatch's string-free rule says the same, given the interval
+        EXPECT_EQ(gemm_path(m, n, k, GemmKind::d1d2, kH200, true, pk), decode ? GemmPath::swap_ab : GemmPath::tma_wgmma);
         EXPECT_EQ(p.block_k, 128);
         EXPECT_LE(p.smem_bytes, kH200.smem_per_block) << to_string(p);
         EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024), 228 * 1024) << to_string(p);  // they fit an SM
@@ -111,8 +120,8 @@ TEST(GemmPlan, WgmmaSplitKFillsTheSMs) {
 }
 
 // At promote-k 128 the decode kernel cedes short K to the wgmma kernel (measured faster there,
-// session 19): M = 33..64 at K <= 2048, M = 17..32 at K <= 512; at the default promote-k 32, and at
-// long K, the decode kernel keeps them; mma.sync's M <= 8 is never moved.
+// session 19): M = 33..64 at K <= 2048, M = 17..32 at K <= 512, so for a bf16 D by default (promote-k 0
+// resolves to 128); at promote-k 32 and 64, and at long K, the decode kernel keeps them; mma.sync's M <= 8 is never moved.
 TEST(GemmPlan, ShortKAtPromoteK128TakesTheWgmmaKernel) {
   struct Case {
     int64_t m, n, k;
@@ -122,11 +131,16 @@ TEST(GemmPlan, ShortKAtPromoteK128TakesTheWgmmaKernel) {
                        Case{33, 7168, 2048, true}, Case{32, 32768, 512, true}, Case{17, 32768, 512, true},
                        Case{64, 7168, 2176, false}, Case{64, 2112, 7168, false}, Case{32, 24576, 1536, false},
                        Case{16, 32768, 512, false}, Case{8, 32768, 512, false}, Case{1, 2112, 512, false}}) {
-    for (const int pk : {32, 64, 128}) {
-      const bool wgmma = c.wgmma && pk == 128;
-      const GemmPlan p = plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, DType::bfloat16, kH200, pk);
-      EXPECT_EQ(p.path, wgmma ? "tma-wgmma" : "swap-ab") << c.m << "x" << c.n << "x" << c.k << " pk " << pk << ": " << p.why;
-      EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, true, pk),
+    // 0: D's dtype's interval, 128 for bf16 and 32 for fp32
+    for (const auto& [pk, out] : {std::pair{32, DType::bfloat16}, {64, DType::bfloat16}, {128, DType::bfloat16},
+                                 {128, DType::float32}, {0, DType::bfloat16}, {0, DType::float32}}) {
+      const int interval = pk ? pk : out == DType::bfloat16 ? 128 : 32;
+      const bool wgmma = c.wgmma && interval == 128;
+      const GemmPlan p = plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, out, kH200, pk);
+      EXPECT_EQ(p.path, wgmma ? "tma-wgmma" : "swap-ab")
+          << c.m << "x" << c.n << "x" << c.k << " pk " << pk << " " << dtype_name(out) << ": " << p.why;
+      EXPECT_EQ(p.promote_k, interval);
+      EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, true, interval),
                 wgmma ? GemmPath::tma_wgmma : GemmPath::swap_ab);
       if (wgmma) {
         EXPECT_NE(p.why.find("at promote-k 128"), std::string::npos) << p.why;
@@ -136,7 +150,8 @@ TEST(GemmPlan, ShortKAtPromoteK128TakesTheWgmmaKernel) {
       plan_gemm(c.m, c.n, c.k, GemmKind::d1d2, DType::bfloat16, kH200, 48);
       ADD_FAILURE() << "a plan at promote_k 48";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("promote_k=48; expected 32, 64 or 128"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("promote_k=48; expected 0 (by D's dtype), 32, 64 or 128"), std::string::npos)
+          << e.what();
     }
     // operands the wgmma kernel cannot take (1D1D, other scale layouts) stay on the decode kernel
     EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, false, 128), GemmPath::swap_ab);

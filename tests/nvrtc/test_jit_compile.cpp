@@ -248,17 +248,17 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = std::string(tmpl) + "/cache";
   ASSERT_EQ(setenv("MXQ_CACHE_DIR", dir.c_str(), 1), 0);  // before this process's first use of the cache
-  // without block_m both tile heights (the call's M chooses); with it, that one; at 128 rows also
-  // the split-K kernels some M gets (N = 256, K = 1024: 8 K blocks, split 2 for few tiles)
-  const JitWarmupResult w = jit_warmup(
-      {"gemm:N=256,K=512,promote_k=128", "gemm:N=256,K=1024,block_m=256", "gemm:N=256,K=1024,block_m=128"}, 90, 1);
+  // without promote_k both D dtypes' default intervals (32 for fp32 D, 128 for bf16); without
+  // block_m both tile heights (the call's M chooses); with either, that one; at 128 rows also the
+  // split-K kernels some M gets (N = 256, K = 1024: 8 K blocks, split 2 for few tiles)
+  const JitWarmupResult w = jit_warmup({"gemm:N=256,K=512,block_m=256", "gemm:N=256,K=1024,promote_k=32"}, 90, 1);
   EXPECT_EQ(w.configs, 5);
   EXPECT_TRUE(w.failures.empty()) << w.failures.front();
   const JitCacheInfo info = jit_cache_info();
   EXPECT_EQ(info.dir.rfind(dir, 0), 0u) << info.dir;
   std::set<std::string> configs;
   for (const auto& e : info.entries) configs.insert(e.config);
-  EXPECT_EQ(configs, (std::set<std::string>{"wgmma 128x128 promote-k 128 N=256 K=512 sm_90",
+  EXPECT_EQ(configs, (std::set<std::string>{"wgmma 256x128 promote-k 32 N=256 K=512 sm_90",
                                             "wgmma 256x128 promote-k 128 N=256 K=512 sm_90",
                                             "wgmma 256x128 promote-k 32 N=256 K=1024 sm_90",
                                             "wgmma 128x128 promote-k 32 N=256 K=1024 sm_90",

@@ -195,10 +195,13 @@ def test_gemm_plan():
     other = json.loads(run("gemm-plan", "64", str(39 * 64), "7168", "--sms", "114", "--json").stdout)
     assert h200["cluster"] == 8 and other["cluster"] == 4
     # --promote-k switches the routing: at 128 the wgmma kernel takes this short-K call from the
-    # decode kernel; 128 x 7168 splits K over clusters of 2
-    for pk, path in (("32", "swap-ab"), ("128", "tma-wgmma")):
-        plan = json.loads(run("gemm-plan", "64", "24576", "1536", "--promote-k", pk, "--json").stdout)
-        assert plan["path"] == path, (pk, plan)
+    # decode kernel; 128 x 7168 splits K over clusters of 2. Without it (0) the interval follows
+    # --out: 128 for bfloat16 (the default), 32 for float32
+    for args, pk, path in ((["--promote-k", "32"], 32, "swap-ab"), (["--promote-k", "128"], 128, "tma-wgmma"),
+                           ([], 128, "tma-wgmma"), (["--out", "float32"], 32, "swap-ab"),
+                           (["--out", "float32", "--promote-k", "0"], 32, "swap-ab")):
+        plan = json.loads(run("gemm-plan", "64", "24576", "1536", *args, "--json").stdout)
+        assert plan["path"] == path and plan["promote_k"] == pk, (args, plan)
     assert mid["split_k"] == 2 and mid["cluster"] == 2 and mid["tiles"] == 112
     assert run("gemm-plan", "64", "24576", "1536", "--promote-k", "48").returncode != 0
 

@@ -35,8 +35,8 @@ def test_alpha_c_bias_and_bf16():
 def test_gemm_errors():
     qa = mxq.quantize(ints((8, 128)), "fp8_block_1x128")
     qb = mxq.quantize(ints((8, 128)), "fp8_block_128x128")
-    for bad in (0, 48, 256):
-        with pytest.raises(ValueError, match=f"options.promote_k={bad}; expected 32, 64 or 128"):
+    for bad in (-32, 48, 256):
+        with pytest.raises(ValueError, match=f"options.promote_k={bad}; expected 0 \\(by D's dtype\\), 32, 64 or 128"):
             mxq.gemm(qa, qb, promote_k=bad)
     np.testing.assert_array_equal(mxq.gemm(qa, qb, promote_k=128), mxq.gemm(qa, qb))  # the fp64 reference ignores it
     for bad in (64, 192, -1):
@@ -66,8 +66,13 @@ def test_gemm_plan():
     # split-K clusters where 128-row tiles are few: 56 tiles, 2 CTAs each
     r = mxq.gemm_plan(128, 7168, 7168)
     assert r["path"] == "tma-wgmma" and r["split_k"] == 2 and r["cluster"] == 2 and r["tiles"] == 112
-    # at promote-k 128 the wgmma kernel takes short K from the decode kernel
-    assert mxq.gemm_plan(64, 24576, 1536)["path"] == "swap-ab"
+    # at promote-k 128 the wgmma kernel takes short K from the decode kernel; by default the
+    # interval follows out_dtype: 128 for bfloat16 (the default), 32 for float32
+    assert mxq.gemm_plan(64, 24576, 1536, promote_k=32)["path"] == "swap-ab"
     assert mxq.gemm_plan(64, 24576, 1536, promote_k=128)["path"] == "tma-wgmma"
-    with pytest.raises(ValueError, match="promote_k=48; expected 32, 64 or 128"):
+    assert mxq.gemm_plan(64, 24576, 1536)["promote_k"] == 128
+    assert mxq.gemm_plan(64, 24576, 1536)["path"] == "tma-wgmma"
+    f32 = mxq.gemm_plan(64, 24576, 1536, out_dtype="float32")
+    assert f32["path"] == "swap-ab" and f32["promote_k"] == 32
+    with pytest.raises(ValueError, match="promote_k=48; expected 0 \\(by D's dtype\\), 32, 64 or 128"):
         mxq.gemm_plan(64, 24576, 1536, promote_k=48)

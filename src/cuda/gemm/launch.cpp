@@ -212,7 +212,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   // the wgmma kernel's operand checks feed the rule: M = 33..64 calls it refuses (A's scales not
   // fp32 mn_major_tma, unaligned scales) stay on the decode kernel
   const GemmPath path = gemm_path(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
-                                  cuda::gemm_wgmma_takes(p), opt.promote_k);
+                                  cuda::gemm_wgmma_takes(p), call.promote_k);
   const bool wgmma = path == GemmPath::tma_wgmma;
   // the wgmma kernel's tile rows: the option, else the plan's rule (gemm_config::wgmma_block_m)
   const int block_m = opt.block_m ? opt.block_m : gemm_config::wgmma_block_m(p.m, p.n, ad.sms);
@@ -244,7 +244,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (tile rows, promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key = jit::gemm_key_for(opt.promote_k, block_m, p.n, p.k, split);
+    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
@@ -259,16 +259,16 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
       jit::launch_gemm(key, dev, grid, maps, p, stream);  // compiles or loads first: a failure enqueues none
       record_dispatch("gemm", Backend::cuda_jit,
-                      wgmma_kernel_text(block_m, opt.promote_k, split) + ", specialised N=" + std::to_string(p.n) +
+                      wgmma_kernel_text(block_m, call.promote_k, split) + ", specialised N=" + std::to_string(p.n) +
                           " K=" + std::to_string(p.k));
       return;
     }
     fallback("gemm", "cuda-jit", own, why);
   }
   if (wgmma) {
-    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, opt.promote_k / 32, block_m, split, stream),
+    cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, call.promote_k / 32, block_m, split, stream),
                      "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, opt.promote_k, split));
+    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, call.promote_k, split));
     return;
   }
   if (decode) {

@@ -56,11 +56,11 @@ std::pair<Recipe, int> parse_warmup(const std::string& text) {
   return {r, fuse};
 }
 // "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]": the TMA + wgmma GEMM kernel specialised on
-// N and K (promote_k: GemmOptions' default when absent; block_m: both tile heights when absent,
-// since the call's M chooses between them).
+// N and K (promote_k: when absent or 0, both D dtypes' defaults, 32 and 128, as resolve_promote_k
+// gives them; block_m: both tile heights when absent, since the call's M chooses between them).
 std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   const std::string arg = "jit_warmup: '" + text + "'";
-  int64_t n = -1, k = -1, pk = GemmOptions{}.promote_k, bm = 0;
+  int64_t n = -1, k = -1, pk = 0, bm = 0;
   std::string rest = text.substr(5);
   std::vector<std::string> seen;
   for (;;) {  // every comma-separated item, empty ones included (refused)
@@ -87,14 +87,18 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   check_promote_k(pk, arg + ": promote_k");
   check_block_m(bm, arg + ": block_m");
   std::vector<runtime::jit::GemmKey> keys;
-  for (const int rows : {128, 256}) {
-    if (bm != 0 && bm != rows) continue;
-    keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k));
-    if (const std::string why = runtime::jit::gemm_key_problem(keys.back()); !why.empty()) fail_arg(arg + ": " + why);
-    // and the split-K kernels the plan gives some M (the fewest tiles, M = 1, split most) on an H200
-    const int most = gemm_config::wgmma_split_k(1, n, k, rows, gemm_config::wgmma_resident(ArchDesc::h200()));
-    for (int split = 2; split <= most; split *= 2)
-      keys.push_back(runtime::jit::gemm_key_for(int(pk), rows, n, k, split));
+  for (const DType out : {DType::float32, DType::bfloat16}) {
+    const int interval = resolve_promote_k(int(pk), out);
+    if (!keys.empty() && keys.front().group == interval / 32) continue;  // promote_k given: one interval
+    for (const int rows : {128, 256}) {
+      if (bm != 0 && bm != rows) continue;
+      keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k));
+      if (const std::string why = runtime::jit::gemm_key_problem(keys.back()); !why.empty()) fail_arg(arg + ": " + why);
+      // and the split-K kernels the plan gives some M (the fewest tiles, M = 1, split most) on an H200
+      const int most = gemm_config::wgmma_split_k(1, n, k, rows, gemm_config::wgmma_resident(ArchDesc::h200()));
+      for (int split = 2; split <= most; split *= 2)
+        keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k, split));
+    }
   }
   return keys;
 }
