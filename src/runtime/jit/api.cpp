@@ -86,10 +86,14 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   if (n < 1 || k < 1) fail_arg(arg + ": needs N >= 1 and K >= 1, e.g. gemm:N=7168,K=7168");
   check_promote_k(pk, arg + ": promote_k");
   check_block_m(bm, arg + ": block_m");
-  std::vector<runtime::jit::GemmKey> keys;
+  // the intervals of the calls these kernels serve: promote_k's, or each D dtype's default
+  std::vector<int> intervals;
   for (const DType out : {DType::float32, DType::bfloat16}) {
-    const int interval = resolve_promote_k(int(pk), out);
-    if (!keys.empty() && keys.front().group == interval / 32) continue;  // promote_k given: one interval
+    const int i = resolve_promote_k(int(pk), out);
+    if (std::find(intervals.begin(), intervals.end(), i) == intervals.end()) intervals.push_back(i);
+  }
+  std::vector<runtime::jit::GemmKey> keys;
+  for (const int interval : intervals) {
     for (const int rows : {128, 256}) {
       if (bm != 0 && bm != rows) continue;
       keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k));
