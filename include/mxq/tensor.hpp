@@ -21,6 +21,10 @@ struct Device {
 };
 
 inline constexpr int kMaxDims = 6;
+// The most elements a tensor may have, and the largest extent of any of its dimensions: 2^48
+// (far beyond any device's memory), so that element and byte counts never overflow int64. A
+// larger shape is an invalid_argument error naming it.
+inline constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 // A strided view. Strides are in elements (FP4: logical elements, and the innermost stride
 // must be 1). Leading dimensions that collapse to one row stride are treated as rows.

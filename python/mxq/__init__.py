@@ -286,7 +286,8 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
     "qgelu", "srelu"; gated "swiglu", "geglu", "reglu" read the last dimension as [a | b] and
     halve it) quantizes act(x); with ``act_input`` (same shape) x is the gradient and
     x * act'(act_input) is quantized; ``dbias=True`` also returns the float32 column sums of the
-    quantized values in ``q.dbias``; ``noop`` non-zero makes the call write nothing.
+    quantized values in ``q.dbias``; ``noop`` non-zero makes the call write nothing (the new
+    outputs, allocated zeroed whenever ``noop`` is given, then hold zeros).
 
     Raises TypeError for an unsupported array type or dtype, ValueError for an invalid recipe,
     shape or option (with the C++ message), UnsupportedError for a request this build or backend

@@ -57,11 +57,11 @@ class TorchFramework(Framework):
         return (0 if meta else x.data_ptr(), name, [int(s) for s in x.shape], [int(s) for s in x.stride()],
                 self.device(x, op, arg))
 
-    def empty(self, spec, device):
+    def empty(self, spec, device, zero=False):
         dev = _device(device)
         rows, cols, rs, cs = spec.view
         dt = _DTYPES[spec.dtype]
-        storage = torch.empty(spec.bytes // dt.itemsize, dtype=dt, device=dev)
+        storage = (torch.zeros if zero else torch.empty)(spec.bytes // dt.itemsize, dtype=dt, device=dev)
         return storage.as_strided((rows, cols), (rs, cs))
 
     def dense(self, shape, dtype: str, device):
@@ -85,6 +85,9 @@ class TorchFramework(Framework):
 
     def capacity(self, a) -> int:
         return a.untyped_storage().nbytes() - a.storage_offset() * a.element_size()
+
+    def nbytes(self, a) -> int:
+        return a.numel() * a.element_size()
 
     def dtype_name(self, a) -> str:
         return _NAMES.get(a.dtype, str(a.dtype))

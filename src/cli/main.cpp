@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_gemm.hpp"
@@ -223,6 +224,11 @@ int main(int argc, char** argv) {
   try {
     if (*demo) {
       dopt.backend = mxq::parse_backend(backend, "--backend");
+      for (auto [flag, n] : {std::pair{"--rows", dopt.act_rows}, std::pair{"--weight-rows", dopt.weight_rows}})
+        if (n > mxq::kMaxElements / dopt.cols)
+          throw mxq::Error(mxq::ErrorCode::invalid_argument,
+                           std::string(flag) + "=" + std::to_string(n) + " x --cols=" + std::to_string(dopt.cols) +
+                               " is too large; expected at most 2^48 elements");
       std::fprintf(stderr, "mxq demo: activation %lldx%lld and weight %lldx%lld bf16 ...\n", (long long)dopt.act_rows,
                    (long long)dopt.cols, (long long)dopt.weight_rows, (long long)dopt.cols);
       print_demo(mxq::cli::run_demo(dopt), as_json);
@@ -271,6 +277,9 @@ int main(int argc, char** argv) {
     }
   } catch (const mxq::Error& e) {
     std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "mxq: error: out of host memory for the tensors of this command; try smaller sizes\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mxq: internal error: %s\n", e.what());

@@ -84,6 +84,9 @@ QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int
   recipe.validate();
   if (rows < 0 || cols < 0)
     fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") must be non-negative");
+  if (rows > kMaxElements || cols > kMaxElements || (rows > 0 && cols > kMaxElements / rows))
+    fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
+             ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");
   const bool fp4 = recipe.elem == ElemFormat::e2m1;
   if (fp4 && cols % 2 != 0)
     fail_arg(std::string(op) + ": input.shape[1]=" + std::to_string(cols) +
@@ -118,6 +121,19 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
     fail_arg(a + ".ndim=" + std::to_string(v.ndim) + " must be in [1, " + std::to_string(kMaxDims) + "]");
   for (int i = 0; i < v.ndim; ++i)
     if (v.shape[i] < 0) fail_arg(a + ".shape[" + std::to_string(i) + "]=" + std::to_string(v.shape[i]) + " is negative");
+  int64_t elements = 1;  // checked at each step: the product of the shape must not overflow
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) {
+      elements = 0;
+      break;
+    }
+    if (v.shape[i] > kMaxElements / elements) {
+      std::string shape;
+      for (int j = 0; j < v.ndim; ++j) shape += (j ? ", " : "") + std::to_string(v.shape[j]);
+      fail_arg(a + ".shape=(" + shape + ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");
+    }
+    elements *= v.shape[i];
+  }
   Matrix m;
   m.data = v.data;
   m.dtype = v.dtype;

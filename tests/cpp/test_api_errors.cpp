@@ -2,7 +2,9 @@
 // argument, the value and what was expected, and nothing is written before it is thrown (the
 // poisoned output buffers are unchanged afterwards).
 #include <functional>
+#include <limits>
 
+#include "mxq/gemm_plan.hpp"
 #include "test_support.hpp"
 
 namespace mxq::test {
@@ -274,6 +276,13 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"mxfp8:elem=float32", {"elem=float32", "float8_e4m3fn, float8_e5m2 or float4_e2m1fn"}},
       {"nvfp4:rounding=floor", {"rounding=floor applies to MX recipes only"}},
       {"fp8_block_1x128:rounding=floor", {"rounding=floor applies to MX recipes only"}},
+      // options that cannot change the recipe, even at their default value, and repeated options
+      {"mxfp8:eps=0.5", {"eps applies to fp8_tensor and fp8_block"}},
+      {"nvfp4:eps=0", {"option eps=0 applies to fp8_tensor and fp8_block only"}},
+      {"mxfp8:pow2=0", {"option pow2=0 applies to fp8_tensor and fp8_block only"}},
+      {"fp8_block_1x128:rounding=rceil", {"option rounding=rceil applies to MX recipes only"}},
+      {"mxfp8:colform=same", {"option colform=same applies to columnwise output only"}},
+      {"mxfp8:dir=row,dir=col", {"option dir is given twice ('dir=row' and 'dir=col')", "each option once"}},
   };
   for (const auto& [text, fragments] : cases) {
     SCOPED_TRACE(text);
@@ -295,6 +304,23 @@ TEST(ApiErrors, Float8E4m3IsNotFloat8E4m3fn) {
 
 TEST(ApiErrors, PlanShapes) {
   expect_error([] { plan(Recipe::parse("mxfp8"), -1, 64); }, invalid({"shape (-1, 64)", "non-negative"}));
+  // Shapes whose element or byte counts would overflow int64 (or exceed any memory): refused by name.
+  const int64_t big = int64_t(1) << 62, max = std::numeric_limits<int64_t>::max();
+  for (auto [r, c] : {std::pair{big, big}, std::pair{max, max}, std::pair{int64_t(4000000000), int64_t(4000000000)},
+                      std::pair{max, int64_t(0)}, std::pair{int64_t(1), kMaxElements + 1}})
+    expect_error([&] { plan(Recipe::parse("mxfp8:layout=swizzled_128x4,dir=both"), r, c); },
+                 invalid({"plan: shape (" + std::to_string(r) + ", " + std::to_string(c) + ") is too large",
+                          "at most 2^48 elements"}));
+  EXPECT_EQ(plan(Recipe::parse("mxfp8"), 1, kMaxElements).data.bytes, kMaxElements);  // the limit itself plans
+  TensorView x = TensorView::matrix(nullptr, DType::float32, 1, 1);
+  x.ndim = 3;
+  x.shape = {int64_t(1) << 20, int64_t(1) << 20, int64_t(1) << 20};
+  x.strides = {int64_t(1) << 40, int64_t(1) << 20, 1};
+  QuantizedTensor q;
+  q.recipe = Recipe::parse("mxfp8");
+  expect_error([&] { quantize(x, q); }, invalid({"input.shape=(1048576, 1048576, 1048576) is too large"}));
+  expect_error([] { plan_gemm(big, big, big, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(132)); },
+               invalid({"gemm plan: M, N, K", "is too large", "each at most 2^48 elements"}));
 }
 
 // ---- dequantize ------------------------------------------------------------------------------------

@@ -76,6 +76,16 @@ def test_dequantize_errors():
     short = mxq.QuantizedTensor(q.recipe, q.shape, data=q.data[:2].copy(), scales=q.scales)
     with pytest.raises(ValueError, match="data"):
         mxq.dequantize(short)
+    # A slice holds its own elements only, never the rest of the array behind it.
+    for data in (q.data[:2], q.data.view(np.uint8)[:1, :8]):
+        with pytest.raises(ValueError, match=r"quantized.data.bytes=\d+ is too small"):
+            mxq.dequantize(mxq.QuantizedTensor(q.recipe, q.shape, data=data, scales=q.scales))
+    with pytest.raises(ValueError, match=r"quantized.scales.bytes=\d+ is too small"):
+        mxq.dequantize(mxq.QuantizedTensor(q.recipe, q.shape, data=q.data, scales=q.scales[:1]))
+    # The plan's own strided views (MN-major scales, padding beyond the view) stay accepted.
+    t = mxq.quantize(np.ones((6, 256), np.float32), "fp8_block_1x128:layout=mn_major_tma")
+    assert not t.scales.flags.c_contiguous
+    np.testing.assert_array_equal(mxq.dequantize(t), np.ones((6, 256), np.float32))
     wrong = mxq.QuantizedTensor(q.recipe, q.shape, data=q.data, scales=q.scales.astype(np.float32))
     with pytest.raises(TypeError, match=r"q.scales.dtype=float32 must be float8_e8m0fnu"):
         mxq.dequantize(wrong)
