@@ -113,6 +113,9 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
 
 int run_cache(const std::string& action, const std::vector<std::string>& recipes, int arch, int threads,
               bool as_json) {
+  if (action != "warmup" && !recipes.empty())
+    throw mxq::Error(mxq::ErrorCode::invalid_argument, "cache " + action + " takes no recipes, got '" + recipes[0] +
+                                                           "'; recipes are for cache warmup");
   if (action == "ls") {
     const auto c = mxq::jit_cache_info();
     if (as_json) {
@@ -182,7 +185,8 @@ int main(int argc, char** argv) {
   cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
   cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..] for the GEMM kernel specialised on N and K (both tile heights without block_m) (default: every quantize preset and option)");
   cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
-  cache->add_option("--threads", warm_threads, "warmup: compiler threads (default: one per core)");
+  cache->add_option("--threads", warm_threads, "warmup: compiler threads (default 0: one per core)")
+      ->check(CLI::Range(0, 4096));
   cache->add_flag("--json", as_json, "machine-readable output");
 
   auto* gplan = app.add_subcommand("gemm-plan", "how the Hopper FP8 GEMM will run a shape (path, tiles, stages)");
@@ -207,11 +211,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> bshapes;
   std::string bbackends = "cublaslt,cuda-aot";
   bgemm->add_option("shapes", bshapes, "MxNxK shapes (default: issue 6's DeepSeek V3 shapes and 8192^3)");
-  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), auto");
+  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), cuda-jit (ours, JIT), auto");
   int bpromote = mxq::GemmOptions{}.promote_k;
   bgemm->add_option("--promote-k", bpromote,
                     "GemmOptions::promote_k of our wgmma kernel: 0 (D's dtype's: 128 for the bench's bfloat16 D), 32, 64 "
-                    "or 128");
+                    "or 128")
+      ->check(CLI::IsMember({0, 32, 64, 128}));
   std::vector<int> bblock_m{0};
   bgemm
       ->add_option("--block-m", bblock_m,

@@ -43,6 +43,37 @@ void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Nam
   else check_optional_scalar("amax", q.amax);
 }
 
+// The bytes a call reads or writes of one buffer, for the overlap check: [lo, hi).
+struct Extent {
+  const char* name;
+  uintptr_t lo, hi;
+  bool written;
+};
+struct Extents {
+  Extent e[10];
+  int n = 0;
+  void add(const char* name, const void* p, int64_t bytes, bool written) {
+    if (p && bytes > 0) e[n++] = {name, uintptr_t(p), uintptr_t(p) + uintptr_t(bytes), written};
+  }
+  void add(const char* name, const Matrix& m, bool written) {
+    if (!m.empty()) add(name, m.data, dtype_bytes(m.dtype, (m.rows - 1) * m.row_stride + m.cols), written);
+  }
+  void add(const char* name, const Buffer& b, const BufferSpec& spec, bool written) {
+    if (spec.present()) add(name, b.data, spec.bytes, written);
+  }
+  // No written extent may overlap another extent: the results would depend on the order of the
+  // writes (and differ between backends). Inputs may overlap each other.
+  void check(const char* op) const {
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if ((e[i].written || e[j].written) && e[i].lo < e[j].hi && e[j].lo < e[i].hi)
+          fail_arg(std::string(op) + ": " + e[i].name + " (" + ptr_str(reinterpret_cast<void*>(e[i].lo)) + ", " +
+                   std::to_string(e[i].hi - e[i].lo) + " bytes) overlaps " + e[j].name + " (" +
+                   ptr_str(reinterpret_cast<void*>(e[j].lo)) + ", " + std::to_string(e[j].hi - e[j].lo) +
+                   " bytes); expected outputs that overlap neither each other nor the inputs");
+  }
+};
+
 }  // namespace
 
 QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, const QuantizeOptions& opt) {
@@ -85,6 +116,17 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   if (opt.scale_in && out.recipe.scheme != Scheme::fp8_tensor)
     fail_arg("quantize: options.scale_in is only used by fp8_tensor, not by recipe " + name());
   if (opt.scale_in && opt.amax_in) fail_arg("quantize: give options.scale_in or options.amax_in, not both");
+  Extents ex;
+  ex.add("input", c.x, false);
+  ex.add("options.act_input", c.act_input, false);
+  ex.add("quantized.data", out.data, c.layout.data, true);
+  ex.add("quantized.scales", out.scales, c.layout.scales, true);
+  ex.add("quantized.col_data", out.col_data, c.layout.col_data, true);
+  ex.add("quantized.col_scales", out.col_scales, c.layout.col_scales, true);
+  ex.add("quantized.global_scale", out.global_scale, c.layout.global_scale, true);
+  ex.add("quantized.amax", out.amax.data, out.amax.data ? 4 : 0, true);
+  ex.add("options.dbias", opt.dbias, opt.dbias ? out_cols * 4 : 0, true);
+  ex.check("quantize");
   if (c.x.device.kind == DeviceKind::cpu) {
     // Host scalars can be checked here; device scalars are the caller's responsibility.
     if (opt.scale_in && !(num::is_finite(*opt.scale_in) && *opt.scale_in > 0.0f))
@@ -178,6 +220,14 @@ DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, 
   if (opt.columnwise) need.data = need.scales = {};
   else need.col_data = need.col_scales = {};
   check_buffers(q, need, name);
+  Extents ex;
+  ex.add("output", c.y, true);
+  ex.add("quantized.data", q.data, need.data, false);
+  ex.add("quantized.scales", q.scales, need.scales, false);
+  ex.add("quantized.col_data", q.col_data, need.col_data, false);
+  ex.add("quantized.col_scales", q.col_scales, need.col_scales, false);
+  ex.add("quantized.global_scale", q.global_scale, need.global_scale, false);
+  ex.check("dequantize");
   return c;
 }
 

@@ -166,6 +166,39 @@ TEST(ApiErrors, BuffersTooSmallOrMissing) {
   }
 }
 
+// Outputs that overlap each other or an input would make the result depend on the order of the
+// writes: refused before anything is written. Inputs may overlap each other.
+TEST(ApiErrors, OverlappingBuffers) {
+  {
+    PoisonedCall s("mxfp8:dir=both", 64, 128);
+    QuantizedTensor q = s.out.view();
+    q.scales = {q.data.data, q.scales.bytes};  // the scales over the codes
+    expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.data", "overlaps quantized.scales"}), watch(s.out));
+    q = s.out.view();
+    q.col_data = {static_cast<uint8_t*>(q.data.data) + 100, q.col_data.bytes};  // a partial overlap
+    expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.data", "overlaps quantized.col_data"}),
+                 watch(s.out));
+    q = s.out.view();
+    q.col_scales = {s.x.data() + 7, q.col_scales.bytes};  // an output inside the input
+    expect_error([&] { quantize(s.input(), q); }, invalid({"input", "overlaps quantized.col_scales"}), watch(s.out));
+    QuantizeOptions o;
+    o.activation = num::Activation::gelu;
+    o.dbias = reinterpret_cast<float*>(s.out.col_data.data());
+    expect_error([&] { quantize(s.input(), s.out.view(), o); },
+                 invalid({"quantized.col_data", "overlaps options.dbias"}), watch(s.out));
+    o.dbias = nullptr;
+    const TensorView same = s.input();
+    o.act_input = &same;  // two inputs on one buffer: allowed
+    EXPECT_NO_THROW(quantize(s.input(), s.out.view(), o));
+  }
+  PoisonedCall s("mxfp8", 8, 64);
+  quantize(s.input(), s.out.view());
+  std::vector<float> y(8 * 64);
+  TensorView out = f32_matrix(y, 8, 64);
+  out.data = s.out.data.data();  // the dequantized values over the codes they come from
+  expect_error([&] { dequantize(s.out.view(), out); }, invalid({"output", "overlaps quantized.data"}));
+}
+
 TEST(ApiErrors, MisalignedFp32ScaleBuffer) {
   PoisonedCall s("fp8_block_1x128", 4, 256);
   std::vector<uint8_t> scales(64, 0xCD);
