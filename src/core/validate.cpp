@@ -140,7 +140,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
 namespace {
 // A GEMM operand: block-scaled E4M3, rowwise (K-major), 1 x 128 or (B only) 128 x 128 blocks.
 // Returns its scale geometry.
-num::ScaleGeometry check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
+QuantizedLayout check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
   const Recipe& r = q.recipe;
   const bool blocks_ok = r.block_cols == 128 && (r.block_rows == 1 || (allow_2d && r.block_rows == 128));
   if (r.scheme != Scheme::fp8_block || r.elem != ElemFormat::e4m3fn || !blocks_ok || !r.has_rowwise())
@@ -149,13 +149,13 @@ num::ScaleGeometry check_gemm_operand(const QuantizedTensor& q, const char* name
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
   need.col_data = need.col_scales = need.global_scale = need.amax = {};
   check_buffers(q, need, [&] { return std::string(name) + " (" + r.name() + ")"; });
-  return need.scales.geometry;
+  return need;
 }
 }  // namespace
 
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& dv, const GemmOptions& opt) {
-  const num::ScaleGeometry a_scales = check_gemm_operand(a, "a", false);
-  const num::ScaleGeometry b_scales = check_gemm_operand(b, "b", true);
+  const QuantizedLayout la = check_gemm_operand(a, "a", false), lb = check_gemm_operand(b, "b", true);
+  const num::ScaleGeometry a_scales = la.scales.geometry, b_scales = lb.scales.geometry;
   if (a.cols != b.cols)
     fail_arg("gemm: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and b is (" +
              std::to_string(b.rows) + ", " + std::to_string(b.cols) + "); both must be K-major with the same K");
@@ -183,6 +183,18 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   check_promote_k(opt.promote_k, "gemm: options.promote_k");
   c.promote_k = resolve_promote_k(opt.promote_k, c.d.dtype);
   check_block_m(opt.block_m, "gemm: options.block_m");
+  // D may be C itself (accumulating in place: each element is read, then written, by one thread),
+  // but may overlap nothing else.
+  Extents ex;
+  ex.add("d", c.d, true);
+  const bool c_is_d = c.c.data == c.d.data && c.c.row_stride == c.d.row_stride;
+  if (!c_is_d) ex.add("options.c", c.c, false);
+  ex.add("a.data", a.data, la.data, false);
+  ex.add("a.scales", a.scales, la.scales, false);
+  ex.add("b.data", b.data, lb.data, false);
+  ex.add("b.scales", b.scales, lb.scales, false);
+  ex.add("options.bias", opt.bias, opt.bias ? c.d.cols * 4 : 0, false);
+  ex.check("gemm");
   return c;
 }
 
