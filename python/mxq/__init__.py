@@ -298,6 +298,8 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
         raise TypeError(f"quantize: backend must be a str, got {type(backend).__name__}")
     if not isinstance(activation, str):
         raise TypeError(f"quantize: activation must be a str, got {type(activation).__name__}")
+    if not isinstance(dbias, (bool, np.bool_)):
+        raise TypeError(f"quantize: dbias={dbias!r}; expected a bool")
     fw = _framework(x, "quantize", "x")
     if fw.name == "torch":
         canonical = text if _compiling() else _core.recipe_name(text)
@@ -335,6 +337,10 @@ def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False,
     colform=same."""
     fw = _quantized_framework(q, "dequantize")
     name = _dtype_name(dtype, "dequantize")
+    if not isinstance(backend, str):
+        raise TypeError(f"dequantize: backend must be a str, got {type(backend).__name__}")
+    if not isinstance(columnwise, (bool, np.bool_)):
+        raise TypeError(f"dequantize: columnwise={columnwise!r}; expected a bool")
     if fw.name == "torch":
         y = _load_torch().dequantize(q, name, columnwise, backend)
     else:
@@ -360,10 +366,19 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
             raise TypeError(f"gemm: {name}={value!r}; expected an int "
                             f"({'0, 32, 64 or 128' if name == 'promote_k' else '0, 128 or 256'})")
+    if isinstance(alpha, (bool, str)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"gemm: alpha={alpha!r}; expected a real number")
+    if not isinstance(backend, str):
+        raise TypeError(f"gemm: backend must be a str, got {type(backend).__name__}")
+    out_dtype = _dtype_name(out_dtype, "gemm")  # "float32", "bfloat16", or their numpy / torch types
     fa = _quantized_framework(a, "gemm")
     fb = _quantized_framework(b, "gemm")
     if fa is not fb:
         raise TypeError(f"gemm: a holds {fa.name} arrays and b {fb.name} arrays; expected one library")
+    for name, q in (("a", a), ("b", b)):
+        if q.data is None or q.scales is None:
+            raise ValueError(f"gemm: {name}.recipe={q.recipe} has no rowwise data and scales; expected "
+                             "fp8_block_1x128 (or fp8_block_128x128 for b) quantized rowwise (K-major)")
     if fa.name == "torch":
         return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m)
     if fa.name == "numpy":

@@ -99,6 +99,8 @@ class NumpyFramework(Framework):
     def scalar(self, v, device, op, name):
         if v is None:
             return None
+        if isinstance(v, (str, bytes)) or (isinstance(v, np.ndarray) and v.dtype.kind not in "biuf"):
+            raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
         a = np.ascontiguousarray(np.asarray(v, dtype=np.float32)).reshape(-1)
         if a.size != 1:
             raise ValueError(f"{op}: {name} must be one float32 value, got {a.size} values")

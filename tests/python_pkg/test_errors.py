@@ -61,6 +61,11 @@ def test_jit_backend_on_numpy_is_unsupported():
 def test_scalar_options():
     with pytest.raises(ValueError, match="amax must be one float32 value, got 2"):
         mxq.quantize(X, "nvfp4", amax=[1.0, 2.0])
+    for name in ("amax", "noop"):
+        with pytest.raises(TypeError, match=f"{name}='2.5'; expected a number"):
+            mxq.quantize(X, "nvfp4", **{name: "2.5"})
+    with pytest.raises(TypeError, match="dbias='no'; expected a bool"):
+        mxq.quantize(X, "mxfp8", dbias="no")
 
 
 def test_dequantize_errors():
