@@ -131,6 +131,9 @@ TensorView view_of(const DLTensor* t, const std::string& arg) {
   TensorView v;
   v.dtype = dtype_of(t->dtype, arg + ".dtype");
   v.device = device_of(t->device, arg + ".device");
+  if (t->data && t->byte_offset > UINTPTR_MAX - reinterpret_cast<uintptr_t>(t->data))
+    fail_arg(arg + ".byte_offset=" + to_string(t->byte_offset) + " wraps the address space past data=" +
+             ptr_str(t->data) + "; expected an offset into the buffer");
   v.data = t->data ? static_cast<char*>(t->data) + t->byte_offset : nullptr;
   v.ndim = t->ndim;
   int64_t contiguous = 1;

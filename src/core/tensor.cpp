@@ -159,6 +159,10 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
       m.row_stride = v.strides[i];
       continue;
     }
+    if (v.strides[prev] > kMaxElements || v.strides[i] > kMaxElements)
+      fail_arg(a + ".strides[" + std::to_string(v.strides[i] > kMaxElements ? i : prev) + "]=" +
+               std::to_string(std::max(v.strides[i], v.strides[prev])) +
+               " is too large; expected at most 2^48 elements (mxq::kMaxElements)");
     const int64_t expect = v.strides[prev] * v.shape[prev];
     prev = i;
     if (v.strides[i] != expect)
@@ -169,6 +173,9 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
   if (m.rows > 1 && m.row_stride < m.cols)
     fail_arg(a + ".strides[" + std::to_string(v.ndim - 2) + "]=" + std::to_string(m.row_stride) +
              " must be >= shape[-1]=" + std::to_string(m.cols) + " (rows would overlap)");
+  if (m.rows > 1 && m.row_stride > (kMaxElements - m.cols) / (m.rows - 1))
+    fail_arg(a + ": row stride " + std::to_string(m.row_stride) + " over " + std::to_string(m.rows) +
+             " rows spans more than 2^48 elements (mxq::kMaxElements); expected a smaller stride");
   if (m.dtype == DType::float4_e2m1fn && (m.row_stride % 2 != 0))
     fail_arg(a + ": float4_e2m1fn row stride " + std::to_string(m.row_stride) + " must be even");
   if (!m.data) fail_arg(a + ".data is null for a tensor of " + std::to_string(m.rows * m.cols) + " elements");

@@ -352,6 +352,15 @@ TEST(ApiErrors, PlanShapes) {
   QuantizedTensor q;
   q.recipe = Recipe::parse("mxfp8");
   expect_error([&] { quantize(x, q); }, invalid({"input.shape=(1048576, 1048576, 1048576) is too large"}));
+  // A row stride whose span overflows (or wraps the address) is refused, never used.
+  std::vector<float> two_rows(128);
+  Outputs o2("mxfp8", 2, 64);
+  for (int64_t stride : {std::numeric_limits<int64_t>::max(), int64_t(1) << 62, (int64_t(1) << 62) + 64,
+                         int64_t(1) << 48}) {
+    TensorView xs = TensorView::matrix(two_rows.data(), DType::float32, 2, 64, stride);
+    expect_error([&] { quantize(xs, o2.view()); }, invalid({"input: row stride " + std::to_string(stride),
+                                                             "spans more than 2^48 elements"}));
+  }
   expect_error([] { plan_gemm(big, big, big, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(132)); },
                invalid({"gemm plan: M, N, K", "is too large", "each at most 2^48 elements"}));
 }
