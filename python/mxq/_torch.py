@@ -80,9 +80,9 @@ class TorchFramework(Framework):
                 raise ValueError(f"{op}: {name} must be one float32 value on the input's device, got "
                                  f"{v.dtype} of shape {tuple(v.shape)} on {v.device}")
             return v
-        if isinstance(v, (str, bytes)) or not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
-            raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 tensor on the input's device")
         try:
+            if isinstance(v, (str, bytes)):
+                raise TypeError
             f = float(v)
         except (TypeError, ValueError):
             raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 tensor on the input's device") from None

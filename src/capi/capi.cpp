@@ -141,7 +141,7 @@ TensorView view_of(const DLTensor* t, const std::string& arg) {
     v.shape[i] = t->shape[i];
     v.strides[i] = t->strides ? t->strides[i] : contiguous;
     if (t->shape[i] < 0) fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(t->shape[i]) + " is negative");
-    if (t->shape[i] > 0 && contiguous > 0 && t->shape[i] > kMaxElements / contiguous)
+    if (!fits_elements(t->shape[i], contiguous))
       fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(t->shape[i]) +
                " makes the tensor too large; expected at most 2^48 elements (mxq::kMaxElements)");
     contiguous *= t->shape[i];
@@ -169,7 +169,7 @@ Buffer buffer_of(const DLTensor* t, const std::string& arg, DType planned, const
   int64_t contiguous = 1;
   for (int i = v.ndim - 1; i >= 0; --i) {
     if (v.shape[i] < 0) fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(v.shape[i]) + " is negative");
-    if (v.shape[i] > 0 && contiguous > 0 && v.shape[i] > kMaxElements / contiguous)
+    if (!fits_elements(v.shape[i], contiguous))
       fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(v.shape[i]) +
                " makes the buffer too large; expected at most 2^48 elements (mxq::kMaxElements)");
     if (v.shape[i] != 1 && v.strides[i] != contiguous)

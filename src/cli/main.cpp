@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     if (*demo) {
       dopt.backend = mxq::parse_backend(backend, "--backend");
       for (auto [flag, n] : {std::pair{"--rows", dopt.act_rows}, std::pair{"--weight-rows", dopt.weight_rows}})
-        if (n > mxq::kMaxElements / dopt.cols)
+        if (!mxq::fits_elements(n, dopt.cols))
           throw mxq::Error(mxq::ErrorCode::invalid_argument,
                            std::string(flag) + "=" + std::to_string(n) + " x --cols=" + std::to_string(dopt.cols) +
                                " is too large; expected at most 2^48 elements");

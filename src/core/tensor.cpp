@@ -84,7 +84,7 @@ QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int
   recipe.validate();
   if (rows < 0 || cols < 0)
     fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") must be non-negative");
-  if (rows > kMaxElements || cols > kMaxElements || (rows > 0 && cols > kMaxElements / rows))
+  if (!fits_elements(rows, cols))
     fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
              ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");
   const bool fp4 = recipe.elem == ElemFormat::e2m1;
@@ -127,7 +127,7 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
       elements = 0;
       break;
     }
-    if (v.shape[i] > kMaxElements / elements) {
+    if (!fits_elements(elements, v.shape[i])) {
       std::string shape;
       for (int j = 0; j < v.ndim; ++j) shape += (j ? ", " : "") + std::to_string(v.shape[j]);
       fail_arg(a + ".shape=(" + shape + ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");

@@ -1,5 +1,7 @@
 #include "core/validate.hpp"
 
+#include <iterator>
+
 #include "mxq/error.hpp"
 #include "mxq/gemm_plan.hpp"
 
@@ -53,7 +55,9 @@ struct Extents {
   Extent e[10];
   int n = 0;
   void add(const char* name, const void* p, int64_t bytes, bool written) {
-    if (p && bytes > 0) e[n++] = {name, uintptr_t(p), uintptr_t(p) + uintptr_t(bytes), written};
+    if (!p || bytes <= 0) return;
+    if (n == int(std::size(e))) fail(ErrorCode::internal, "overlap check: more than 10 buffers");
+    e[n++] = {name, uintptr_t(p), uintptr_t(p) + uintptr_t(bytes), written};
   }
   void add(const char* name, const Matrix& m, bool written) {
     if (!m.empty()) add(name, m.data, dtype_bytes(m.dtype, (m.rows - 1) * m.row_stride + m.cols), written);
