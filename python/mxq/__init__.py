@@ -219,11 +219,6 @@ def _framework(x, op: str, arg: str):
                     f"{type(x).__name__}; other DLPack producers: pass torch.from_dlpack(obj) or np.from_dlpack(obj)")
 
 
-def _compiling() -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
-
-
 # ---- quantize / dequantize ------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -302,8 +297,8 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
         raise TypeError(f"quantize: dbias={dbias!r}; expected a bool")
     fw = _framework(x, "quantize", "x")
     if fw.name == "torch":
-        canonical = text if _compiling() else _core.recipe_name(text)
-        return _load_torch().quantize(x, text, canonical, amax, scale, backend, activation, act_input, dbias, noop,
+        tq = _load_torch()
+        return tq.quantize(x, text, tq.canonical_recipe(text), amax, scale, backend, activation, act_input, dbias, noop,
                                       _make_quantized)
     bufs = _ops.quantize_into(fw, x, text, amax, scale, backend, activation, act_input, dbias, noop)
     return _make_quantized(_core.recipe_name(text), tuple(int(s) for s in x.shape), activation, bufs)
@@ -382,8 +377,10 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     if fa.name == "torch":
         return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m)
     if fa.name == "numpy":
-        c = None if c is None else np.ascontiguousarray(np.asarray(c, dtype=np.float32))
-        bias = None if bias is None else np.ascontiguousarray(np.asarray(bias, dtype=np.float32)).reshape(-1)
+        # c and bias are read, never written: a strided array is copied; nothing else is converted
+        # (a float64 bias, or a (2, N/2) one reshaped to (N,), would be silently something else)
+        c = None if c is None else np.ascontiguousarray(c) if isinstance(c, np.ndarray) else c
+        bias = None if bias is None else np.ascontiguousarray(bias) if isinstance(bias, np.ndarray) else bias
     return _ops.gemm_into(fa, a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
                           b.scales, alpha, c, bias, out_dtype, backend, promote_k, block_m=block_m)
 

@@ -187,8 +187,11 @@ def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str
     for name, t, shape in (("c", c, (m, n)), ("bias", bias, (n,))):
         if t is None:
             continue
-        if not fw.accepts(t) or fw.device(t, "gemm", name) != device:
-            raise TypeError(f"gemm: {name} must be a {fw.name} array on the operands' device")
+        if not fw.accepts(t):
+            raise TypeError(f"gemm: {name} is a {type(t).__module__}.{type(t).__name__}; expected a {fw.name} "
+                            "array like the operands")
+        if fw.device(t, "gemm", name) != device:
+            raise ValueError(f"gemm: {name}.device={fw.device(t, 'gemm', name)}; expected the operands' {device}")
         if fw.dtype_name(t) != "float32" or tuple(t.shape) != shape or not fw.is_contiguous(t):
             raise ValueError(f"gemm: {name} must be contiguous float32 of shape {shape}, got "
                              f"{fw.dtype_name(t)} {tuple(t.shape)}")

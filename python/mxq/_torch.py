@@ -18,6 +18,7 @@ from typing import List, Optional
 
 import torch
 
+from . import _core
 from ._frameworks import Framework, register
 
 _NAMES = {
@@ -206,6 +207,13 @@ def _flag(v, op: str, name: str) -> bool:
 # Quantization is not differentiable: the ops take their tensors detached, so that their outputs
 # never carry a grad_fn (a Parameter's quantize traces under torch.compile; a backward through
 # them would have no formula).
+@torch.compiler.assume_constant_result
+def canonical_recipe(text: str) -> str:
+    """The parser's canonical name of a recipe; under torch.compile a constant of the trace (the
+    text is one), so q.recipe is the same text compiled or not."""
+    return _core.recipe_name(text)
+
+
 def quantize(x, recipe: str, canonical: str, amax, scale, backend, activation, act_input, dbias, noop, make):
     """The package's quantize for a torch tensor: the custom op, then the QuantizedTensor (both
     trace under torch.compile: nothing here calls into C++)."""

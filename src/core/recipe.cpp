@@ -209,9 +209,12 @@ Recipe Recipe::parse(std::string_view text) {
   std::vector<std::string_view> given;  // the options' items as written, each key once
   if (colon != std::string_view::npos) {
     std::string_view rest = text.substr(colon + 1);
-    while (!rest.empty()) {
+    while (true) {  // "head:" and "head:a=1," have an empty item, refused like "head:,a=1"
       const auto comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
+      if (item.empty())
+        fail_arg("recipe: '" + std::string(text) + "' has an empty option; expected key=value items separated by "
+                 "single commas after the ':'");
       const auto eq = item.find('=');
       if (eq == std::string_view::npos) fail_arg("recipe: option '" + std::string(item) + "' must be key=value");
       const std::string_view key = item.substr(0, eq);

@@ -197,12 +197,16 @@ def test_custom_ops_pass_opcheck():
 def test_torch_compile_fullgraph_cpu():
     x = sample((32, 256))
 
+    recipes = []
+
     def f(t):
-        q = mxq.quantize(t, "mxfp8:dir=both")
+        q = mxq.quantize(t, "mxfp8:dir=both,elem=float8_e4m3fn")
+        recipes.append(q.recipe)  # canonical in the trace too (a constant of it)
         return q.data, q.scales, q.col_data, q.col_scales, mxq.dequantize(q)
 
     got = torch.compile(f, fullgraph=True, backend="aot_eager")(x)
     want = f(x)
+    assert recipes == ["mxfp8:dir=both"] * 2, recipes
     for a, b in zip(got, want):
         assert a.dtype == b.dtype and a.shape == b.shape and raw(a) == raw(b)
 
