@@ -376,29 +376,39 @@ struct ActTable {
     __shared__ float table[T::kSize];
     return table;
   }
-  __device__ static float eval(float x) { return C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x); }
+  // The function's value with NaN canonicalised (num::canonical_nan), as the entries hold it: a
+  // lookup needs no NaN test of its own (transform).
+  __device__ static float eval(float x) {
+    return num::canonical_nan(C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x));
+  }
   // All threads of the CTA, before any of them returns.
   __device__ static void fill() {
     float* table = entries();
     for (uint32_t i = threadIdx.x; i < T::kSize; i += C::kThreads) table[i] = eval(T::value(i));
     __syncthreads();
   }
-  // The function of the 8 bf16 values in k. Values outside the table are evaluated one at a time
-  // in a loop (one inline copy of the function, no call: a call's saved registers spilled the
-  // 80-register kernels), which a warp runs only when one of its lanes has such a value, and
-  // only in a live row: the zeros loaded for rows and columns outside the tensor would otherwise
-  // make the CTAs at its right edge evaluate every element.
+  // The function of the 8 bf16 values in k, NaN canonicalised. The words' two halves are indexed
+  // together (Bf16Table::pair_offsets: ~7 instructions per value, against ~12 one at a time).
+  // Values outside the table are evaluated one at a time in a loop (one inline copy of the
+  // function, no call: a call's saved registers spilled the 80-register kernels), which a warp
+  // runs only when one of its lanes has such a value, and only in a live row: the zeros loaded
+  // for rows and columns outside the tensor would otherwise make the CTAs at its right edge
+  // evaluate every element.
   __device__ static Row8 lookup(const uint32_t (&k)[4], bool live) {
     const float* table = entries();
     Row8 f;
+    uint32_t outside = 0;  // Bf16Table::pair_outside of the four words at once
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const uint32_t t = T::pair_offsets(k[h]);
+      outside |= t ^ T::kPairInside;
+      f.v[2 * h] = table[T::entry_low(t, k[h])];  // some entry outside the table: replaced below
+      f.v[2 * h + 1] = table[T::entry_high(t, k[h])];
+    }
+    if (!live || !(outside & T::kPairNibbles)) return f;
     uint32_t miss = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint32_t b = j & 1 ? k[j / 2] >> 16 : k[j / 2];
-      miss |= T::offset(b) >= T::kHalf ? 1u << j : 0u;
-      f.v[j] = table[T::entry(b)];  // some entry outside the table: replaced below
-    }
-    if (!live) miss = 0;
+    for (int j = 0; j < 8; ++j) miss |= T::offset(j & 1 ? k[j / 2] >> 16 : k[j / 2]) >= T::kHalf ? 1u << j : 0u;
     while (miss) {
       const int j = __ffs(int(miss)) - 1;
       miss &= miss - 1;
@@ -431,8 +441,10 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
         } else if constexpr (C::kDact) {
 #pragma unroll
           for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], f.v[j]);
-        } else {
-          y = f;
+        } else {  // the values are canonical already (lookup): no NaN test per element
+#pragma unroll
+          for (int j = 0; j < 8; ++j) w[i][j] = i < n ? __float_as_uint(f.v[j]) : 0u;
+          continue;
         }
       }
     } else if constexpr (C::kGated) {
