@@ -36,8 +36,21 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       : "memory");
 }
 
+// mbar_wait with acquire semantics at cluster scope: for a phase completed by other CTAs' pushes
+// (st_async_u32 releases at cluster scope; a CTA-scoped acquire does not pair with it).
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
 // Stores v at `slot` and completes 4 bytes of the transaction count of `bar`, both at the same
-// shared-memory addresses in CTA `rank` of the cluster; no wait (the receiver waits on its bar).
+// shared-memory addresses in CTA `rank` of the cluster; no wait (the receiver waits on its bar,
+// mbar_wait_cluster). PTX defines st.async only in clusters of more than one CTA.
 __device__ __forceinline__ void st_async_u32(const void* slot, uint32_t v, const uint64_t* bar, uint32_t rank) {
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];" ::"r"(
                    cluster_map(slot, rank)),

@@ -1274,7 +1274,7 @@ __device__ __forceinline__ void cluster_amax_open() {
 // loads of the first are in flight (those L2 lines come once; the loop loads the second again,
 // from L2, while it quantizes the first). Then each CTA pushes its maximum into every CTA's
 // exchange (thread t to CTA t, st.async completing on that CTA's mbarrier) and waits on its own
-// until all have landed: no release fence and no barrier at the exit, since nothing reads another
+// (acquire at cluster scope) until all have landed; a cluster of one CTA takes its warps' maxima: no release fence and no barrier at the exit, since nothing reads another
 // CTA's shared memory and a CTA leaves only after every push into it (the barriers of session 25's
 // exchange, cluster_sync and a wait before exit, compiled to a GPU-wide fence and two L1
 // invalidations).
@@ -1286,19 +1286,24 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
   constexpr int kWarps = C::kThreads / 32;
   static_assert(kWarps <= 32, "a warp_max slot per warp");
+  static_assert(C::kThreads >= kOneLaunchCtas, "a thread per CTA of the cluster pushes");
   AmaxExchange& x = amax_exchange();
   const uint32_t lane = threadIdx.x & 31, ctas = cluster_ctas();
   m = lane_max<32>(m);
   if (lane == 0) x.warp_max[threadIdx.x >> 5] = m;
   __syncthreads();
   cluster_wait();  // every CTA's exchange is initialised (cluster_amax_open)
+  if (ctas == 1) {  // no exchange (st.async is defined in clusters of more than one CTA only)
+    m = lane < kWarps ? x.warp_max[lane] : 0u;
+    return lane_max<32>(m);
+  }
   if (threadIdx.x < ctas) {
     uint32_t c = 0;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) c = num::max_u32(c, x.warp_max[w]);
     st_async_u32(&x.cta_max[cluster_rank()], c, &x.bar, threadIdx.x);
   }
-  mbar_wait(&x.bar, 0);  // every CTA's maximum is here
+  mbar_wait_cluster(&x.bar, 0);  // every CTA's maximum is here
   m = lane < ctas ? x.cta_max[lane] : 0u;
   return lane_max<32>(m);
 }
