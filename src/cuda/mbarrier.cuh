@@ -39,13 +39,12 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 // mbar_wait with acquire semantics at cluster scope: for a phase completed by other CTAs' pushes
 // (st_async_u32 releases at cluster scope; a CTA-scoped acquire does not pair with it).
 __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
+  for (uint32_t done = 0; !done;)
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
 }
 
 // Stores v at `slot` and completes 4 bytes of the transaction count of `bar`, both at the same
