@@ -18,6 +18,7 @@
 #include "cuda/quantize/fast_key.h"
 #include "cuda/pdl.cuh"
 #include "cuda/cluster.cuh"
+#include "cuda/mbarrier.cuh"
 #include "mxq/numerics/activations.h"
 #include "cuda/quantize/prepare.cuh"
 
@@ -1254,14 +1255,41 @@ __device__ uint32_t tile_amax_bits(const TileSrc& s) {
   return m;
 }
 
+// The one-launch amax's exchange, in each CTA's shared memory: CTA r's maximum lands in cta_max[r]
+// of every CTA (st.async), and `bar` completes once all of them have.
+struct AmaxExchange {
+  uint64_t bar;
+  uint32_t cta_max[kOneLaunchCtas];
+  uint32_t warp_max[32];
+};
+__device__ __forceinline__ AmaxExchange& amax_exchange() {
+  __shared__ AmaxExchange x;
+  return x;
+}
+// At the kernel's start, before anything reads global memory: thread 0 sets the exchange's
+// mbarrier to expect 4 bytes from each CTA of the cluster (one arrival, its own), and every thread
+// arrives on a relaxed cluster barrier that publishes the initialisation (fence.mbarrier_init);
+// cluster_amax_bits waits on it before any CTA pushes its maximum.
+__device__ __forceinline__ void cluster_amax_open() {
+  AmaxExchange& x = amax_exchange();
+  if (threadIdx.x == 0) {
+    mbar_init(&x.bar, 1);
+    mbar_arrive_expect_tx(&x.bar, 4 * cluster_ctas());
+    mbar_init_fence();
+  }
+  cluster_arrive_relaxed();
+}
+
 // The amax pass of a one-launch call: the largest |x| of the whole input as fp32 abs bits (a
 // NaN above Inf, as the amax kernel gives it). A CTA takes the maximum of its own row tiles (at
 // most kOneLaunchMaxTilesPerCta = 2: cluster_amax_grid), loading both at once while the walk's
 // loads of the first are in flight (those L2 lines come once; the loop loads the second again,
-// from L2, while it quantizes the first). Then the warps' maxima meet through distributed shared
-// memory, each lane reading a few of them at once. Every thread then arrives on the cluster
-// barrier's second phase, and the kernel waits on it before it exits (cluster_wait), so that no
-// CTA's shared memory goes while another reads it.
+// from L2, while it quantizes the first). Then each CTA pushes its maximum into every CTA's
+// exchange (thread t to CTA t, st.async completing on that CTA's mbarrier) and waits on its own
+// (acquire at cluster scope) until all have landed; a cluster of one CTA takes its warps' maxima: no release fence and no barrier at the exit, since nothing reads another
+// CTA's shared memory and a CTA leaves only after every push into it (the barriers of session 25's
+// exchange, cluster_sync and a wait before exit, compiled to a GPU-wide fence and two L1
+// invalidations).
 // (Session 24's version read the input in chunks spread evenly over the cluster, 32 words per
 // thread in flight, and gathered the CTAs' maxima one remote load after another: at 16 x 7168 a
 // thread's four chunks missed its batch and went one round trip at a time.)
@@ -1269,22 +1297,27 @@ template <class C>
 __device__ uint32_t cluster_amax_bits(uint32_t m) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
   constexpr int kWarps = C::kThreads / 32;
-  constexpr int kReads = (kOneLaunchCtas * kWarps + 31) / 32;  // remote maxima per lane
-  __shared__ uint32_t warp_max[kWarps];
-  const uint32_t lane = threadIdx.x & 31;
+  static_assert(kWarps <= 32, "a warp_max slot per warp");
+  static_assert(C::kThreads >= kOneLaunchCtas, "a thread per CTA of the cluster pushes");
+  AmaxExchange& x = amax_exchange();
+  const uint32_t lane = threadIdx.x & 31, ctas = cluster_ctas();
   m = lane_max<32>(m);
-  if (lane == 0) warp_max[threadIdx.x >> 5] = m;
-  cluster_sync();  // every warp's maximum is in its CTA's shared memory
-  const uint32_t maxima = cluster_ctas() * kWarps;
-  m = 0;
-#pragma unroll
-  for (int j = 0; j < kReads; ++j) {
-    const uint32_t i = lane + 32 * j;
-    if (i < maxima) m = num::max_u32(m, ld_cluster_u32(&warp_max[i % kWarps], i / kWarps));
+  if (lane == 0) x.warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  cluster_wait();  // every CTA's exchange is initialised (cluster_amax_open)
+  if (ctas == 1) {  // no exchange (st.async is defined in clusters of more than one CTA only)
+    m = lane < kWarps ? x.warp_max[lane] : 0u;
+    return lane_max<32>(m);
   }
-  m = lane_max<32>(m);
-  cluster_arrive_relaxed_after(m);  // done reading the other CTAs' shared memory: m used every value read
-  return m;
+  if (threadIdx.x < ctas) {
+    uint32_t c = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) c = num::max_u32(c, x.warp_max[w]);
+    st_async_u32(&x.cta_max[cluster_rank()], c, &x.bar, threadIdx.x);
+  }
+  mbar_wait_cluster(&x.bar, 0);  // every CTA's maximum is here
+  m = lane < ctas ? x.cta_max[lane] : 0u;
+  return lane_max<32>(m);
 }
 
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
@@ -1305,13 +1338,16 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (ActTable<C>::kOn) {
     if (p.act_table) ActTable<C>::fill();  // reads no global memory: ahead of the wait
   }
+  if constexpr (kClusterAmax<C>) {
+    if (p.cluster_amax) cluster_amax_open();  // reads no global memory either
+  }
   pdl_begin();  // launched with programmatic dependent launch (cuda/pdl.cuh)
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
   // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits of the
-  // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform over the grid, so
-  // every CTA takes part in the cluster barrier and waits on it before it exits.
+  // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform
+  // over the grid, so every CTA opened the exchange and takes part in it exactly once.
   bool one_launch = false;
   uint32_t amax_bits = 0;
   auto take_amax = [&](auto local_max) {
@@ -1323,11 +1359,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   auto rule_for_launch = [&] {
     return one_launch ? prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); }, true)
                       : prepare_rule(p, C::kElem);
-  };
-  auto leave = [&] {
-    if constexpr (kClusterAmax<C>) {
-      if (p.cluster_amax) cluster_wait();
-    }
   };
 
   // The row tiles of this CTA: blockIdx.y, + gridDim.y, ... to the end; or, with a short tail
@@ -1350,7 +1381,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if (int64_t(first) * C::kTileRows >= p.rows) {
     take_amax([] { return 0u; });
     rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
-    leave();
     return;
   }
   using Walk = typename Pick<C::kShape == FastShape::rows, RowsWalk<C>, TileWalk<C>>::type;
@@ -1416,7 +1446,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     }
   }
   stats.publish(p, c0, lane);
-  leave();
 }
 
 }  // namespace mxq::cuda
