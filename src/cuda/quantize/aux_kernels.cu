@@ -41,8 +41,31 @@ __global__ void zero_unless_noop_kernel(uint8_t* p, int64_t bytes, const float* 
     p[i] = 0;
 }
 
-// Launched never: cluster_fits asks the occupancy calculator about clusters of it.
+// Launched never: cluster_fits asks the occupancy calculator about clusters of it, with more
+// than half an SM's shared memory so that its CTAs take an SM each.
 __global__ void cluster_probe_kernel() {}
+
+// Whether `ctas` CTAs of the probe, one per SM, can be resident as one cluster on the current
+// device; false where a query fails (its error cleared: an answer, not the next call's error).
+static bool probe_cluster(int device, int ctas) {
+  int per_sm = 0, per_block = 0;
+  if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const int smem = per_sm / 2 + 1024;
+  if (smem > per_block) return false;  // no way to hold the probe to an SM per CTA: say no
+  LaunchConfig l(dim3(unsigned(ctas)), dim3(128), size_t(smem), dim3(unsigned(ctas)), nullptr, false);
+  int n = 0;
+  if (allow_dynamic_smem<cluster_probe_kernel>(device, smem) != cudaSuccess ||
+      (ctas > 8 && allow_large_clusters<cluster_probe_kernel>(device) != cudaSuccess) ||
+      cudaOccupancyMaxActiveClusters(&n, cluster_probe_kernel, &l.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n >= 1;
+}
 
 bool cluster_fits(int device, int ctas) {
   if (ctas <= 1) return true;
@@ -50,13 +73,9 @@ bool cluster_fits(int device, int ctas) {
   static std::atomic<uint8_t> known[64][kOneLaunchCtas + 1] = {};  // 0: not asked, 1: fits, 2: does not
   uint8_t v = known[device][ctas].load(std::memory_order_relaxed);
   if (v == 0) {
-    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    LaunchConfig l(dim3(unsigned(ctas)), dim3(128), 0, dim3(unsigned(ctas)), nullptr, false);
-    int n = 0;
-    const bool fits = (ctas <= 8 || allow_large_clusters<cluster_probe_kernel>(device) == cudaSuccess) &&
-                      cudaOccupancyMaxActiveClusters(&n, cluster_probe_kernel, &l.cfg) == cudaSuccess && n >= 1;
-    if (!fits) (void)cudaGetLastError();  // a refused query is an answer, not the next call's error
-    v = fits ? 1 : 2;
+    DeviceGuard guard(device);  // the queries are of the current device
+    RelaxedCapture relaxed;     // a first call may come inside CUDA-graph capture
+    v = probe_cluster(device, ctas) ? 1 : 2;
     known[device][ctas].store(v, std::memory_order_relaxed);
   }
   return v == 1;
