@@ -435,6 +435,18 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
   }
   std::printf("per-tensor cases: %d, %d of them in one launch\n", cases_run, one_launch);
 }
+
+// cuda::cluster_fits, which keeps one-launch calls off a device that cannot co-schedule their
+// cluster (a MIG instance, an MPS share): a whole H100 or H200 (GPCs of 16 or more SMs) holds
+// every size up to kOneLaunchCtas; larger sizes and no device are a no, and asking leaves no error.
+TEST(GpuQuantize, OneLaunchClustersFitAWholeGpu) {
+  REQUIRE_GPU();
+  for (int ctas : {1, 2, 4, 8, 12, 16}) EXPECT_TRUE(cuda::cluster_fits(0, ctas)) << ctas;
+  EXPECT_TRUE(cuda::cluster_fits(0, 16));  // the cached answer
+  EXPECT_FALSE(cuda::cluster_fits(0, cuda::kOneLaunchCtas + 1));
+  EXPECT_FALSE(cuda::cluster_fits(-1, 2));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
 #endif
 
 // Each backend value runs its own kernels: cuda-aot a kernel built ahead of time, cuda-jit an
