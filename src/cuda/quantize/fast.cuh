@@ -887,10 +887,36 @@ struct FastTile {
       for (int k = 0; k < kN && kb0 + k < g.kb; ++k) out[num::scale_offset_for<L>(g, i, kb0 + k)] = staged[k];
     }
   }
+  // swizzled_128x4 with 128 x 128 tiles and 4-byte runs (MXFP8 row+col): the runs of a tile's 128
+  // rows (or transposed columns) are exactly one 512-byte atom of the layout, run i at
+  // (i % 32) * 16 + (i / 32) * 4 (layouts.h), padding included (the stages hold zeros for rows and
+  // blocks beyond the matrix, which the padding must be). Warp 0 stores it, 16 bytes a lane: 4
+  // whole lines, where a 4-byte store per run left 16 partial sectors per warp instruction
+  // (bench/NOTES.md v10: the row+col scale runs cost MXFP8 row+col 7-13% of copy).
+  template <num::ScaleLayout L>
+  static constexpr bool kAtomRuns = L == num::ScaleLayout::swizzled_128x4 && C::kTileRows == 128 &&
+                                    C::kTileCols == 128 && C::kG == 32;
+  // i0 % 128 == 0, kb0 % 4 == 0; false (nothing stored) where the scales are not 16-byte aligned
+  template <num::ScaleLayout L>
+  __device__ static bool store_atom(void* scales, const num::ScaleGeometry& g, int64_t i0, int64_t kb0,
+                                    const uint8_t (&stage)[128][4]) {
+    static_assert(kAtomRuns<L>, "one atom per tile");
+    if ((reinterpret_cast<unsigned long long>(scales) & 15) != 0) return false;
+    if (threadIdx.x < 32) {
+      const int t = threadIdx.x;
+      const uint4 v{*reinterpret_cast<const uint32_t*>(stage[t]), *reinterpret_cast<const uint32_t*>(stage[t + 32]),
+                    *reinterpret_cast<const uint32_t*>(stage[t + 64]), *reinterpret_cast<const uint32_t*>(stage[t + 96])};
+      *reinterpret_cast<uint4*>(static_cast<uint8_t*>(scales) + num::scale_offset_for<L>(g, i0, kb0) + 16 * t) = v;
+    }
+    return true;
+  }
   // (Both stores below loop a fixed, unrolled number of times, once where the CTA has a thread
   // per column or row, instead of a loop with its back edge: SASS count of MXFP8 row+col's
   // interior tile, 31 fewer instructions in the threads that store.)
   __device__ static void store_col_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    if constexpr (kAtomRuns<C::kColLayout>) {
+      if (store_atom<C::kColLayout>(p.col_scales, p.col_geom, tile_c, tile_r / C::kH, col_scale_stage())) return;
+    }
 #pragma unroll
     for (int k = 0; k < (C::kTileCols + C::kThreads - 1) / C::kThreads; ++k) {
       const int col = threadIdx.x + k * C::kThreads;
@@ -914,6 +940,9 @@ struct FastTile {
     return stage;
   }
   __device__ static void store_row_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    if constexpr (kAtomRuns<C::kRowLayout> && kRowScaleBytes == 4) {
+      if (store_atom<C::kRowLayout>(p.row_scales, p.row_geom, tile_r, tile_c / C::kG, row_scale_stage())) return;
+    }
 #pragma unroll
     for (int k = 0; k < (C::kTileRows + C::kThreads - 1) / C::kThreads; ++k) {
       const int lr = threadIdx.x + k * C::kThreads;
