@@ -23,6 +23,7 @@
 #include "gpu_test.hpp"
 #if MXQ_WITH_CUDA
 #include "cuda/quantize/fast_launch.hpp"
+#include "runtime/jit/kernels.hpp"
 #endif
 
 namespace mxq {
@@ -768,6 +769,32 @@ TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
       }
   }
   std::printf("table cases: %d, %d of them with the table\n", cases, on);
+}
+#endif
+
+#if MXQ_WITH_CUDA
+// The fused rows kernels' cp.async ring (FastGeometry::ring) is sized from the SM's shared memory
+// beside the kernels' own (bf16 table, dbias sums): each must still reach the CTAs per SM its
+// registers allow, min_blocks, or the ring would cost the occupancy it was to make up for.
+TEST(GpuFused, RingKeepsTheRegisterOccupancy) {
+  REQUIRE_GPU();
+  if (!runtime::jit::unavailable_reason().empty()) GTEST_SKIP() << runtime::jit::unavailable_reason();
+  int keys = 0;
+  for (int dtype : {0, 1, 2})
+    for (Activation a : {Activation::gelu, Activation::gelu_tanh, Activation::silu, Activation::relu,
+                         Activation::swiglu, Activation::geglu})
+      for (int dact : {0, cuda::kFuseDact})
+        for (int dbias : {0, cuda::kFuseDbias}) {
+          const cuda::FastKey k{dtype, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::rows, 32, 1,
+                                num::ScaleLayout::row_major, num::ScaleLayout::row_major, int(a) | dact | dbias};
+          if (!cuda::fast_key_valid(k)) continue;
+          const cuda::FastGeometry g = cuda::fast_geometry(k);
+          ASSERT_GE(g.ring, 2) << runtime::jit::key_text(k);
+          EXPECT_GE(runtime::jit::prepare(k, 0), g.min_blocks)
+              << runtime::jit::key_text(k) << ": ring of " << g.ring << " tiles, " << g.slot_bytes << " bytes";
+          ++keys;
+        }
+  EXPECT_GE(keys, 40);
 }
 #endif
 

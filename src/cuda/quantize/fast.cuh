@@ -1,6 +1,7 @@
 // Specialised quantize kernels: the recipe (scheme, element format, block shape, scale layouts)
 // is a set of template arguments, and the data is quantized in registers as loaded (packed 16-bit
 // pairs for fp16/bf16). Shared memory holds the 8-row shapes' prefetched input (AsyncLoad), the
+// fused rows kernels' ring of row tiles in flight (RingLoad), the
 // cross-warp maximum of a 128 x 128 block, the transposed output and the staged scales of
 // row+col. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
 // shapes) go to the generic tile kernel in quantize_tile.cuh; both are held to the CPU
@@ -284,18 +285,21 @@ struct RowsWalk {
   }
   // Live rows of this tile for codes (0 in a column beyond the input).
   __device__ int live() const { return col_live ? left : 0; }
+  // The input of the row tile `ahead` tiles on (0: this one); ahead_exists(ahead) says whether
+  // it is within the walk (warp-uniform).
   __device__ TileSrc src(int ahead) const {
-    const int n = ahead ? left - step : left;
-    TileSrc s{x + (ahead ? xstep : 0), nullptr, pitch, 0, col_live ? n : 0};
+    const int n = left - ahead * step;
+    TileSrc s{x + ahead * xstep, nullptr, pitch, 0, col_live ? n : 0};
     if constexpr (C::kGated) {
       s.x2 = s.x + p.gate_offset * kInBytes;
       s.pitch2 = pitch;
     } else if constexpr (C::kDact) {
-      s.x2 = x2 + (ahead ? x2step : 0);
+      s.x2 = x2 + ahead * x2step;
       s.pitch2 = pitch2;
     }
     return s;
   }
+  __device__ bool ahead_exists(int ahead) const { return left + lane_row > ahead * step; }
   // Stores the scale of row i's block, the value t of this lane (RowSpread: i = index(lane, 0) +
   // t), called on the first lanes of a block whether or not their own columns exist (a partial
   // last block may have only one live lane).
@@ -1258,6 +1262,59 @@ struct FusedLoad {
   }
 };
 
+// The fused rows kernels (FastGeometry::ring): the raw input of the next kRing row tiles is in
+// flight, copied by cp.async into this thread's own slots of dynamic shared memory (ring slot d
+// holds tile i with i % kRing == d), and a slot is refilled with the tile kRing on as soon as
+// it has been read into `raw`, in program order (as AsyncLoad). Piece k of slot d of thread t is
+// at (d * kPieces + k) * kThreads + t: a warp's copies and reads of one piece are 512 contiguous
+// bytes. Rows that do not exist are zeros, as load_raw gives them (cp.async of source size 0).
+template <class C>
+struct RingLoad : FusedLoad<C> {
+  static constexpr int kRing = C::kGeo.ring;
+  static constexpr int kRowPieces = RawTile<C>::kWin / 4;  // 16-byte pieces per row of 8 elements
+  static constexpr int kInputs = RawTile<C>::kSecond ? 2 : 1;
+  static constexpr int kPieces = kInputs * C::kR * kRowPieces;  // per slot
+  static_assert(kRing >= 2 && C::kGeo.slot_bytes == kRing * kPieces * 16 * C::kThreads,
+                "the launchers' size is these slots");
+  __device__ static uint4* slot(int d) {
+    extern __shared__ __align__(16) uint4 fast_slots[];
+    return fast_slots + d * kPieces * C::kThreads + threadIdx.x;
+  }
+  // Copies tile s into slot d (no commit: the caller commits one group per tile, empty or not).
+  __device__ static void issue(const TileSrc& s, int d, const void* base) {
+    uint4* to = slot(d);
+#pragma unroll
+    for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+      for (int h = 0; h < kRowPieces; ++h) {
+        const bool live = i < s.n;
+        cp_async16(to + (i * kRowPieces + h) * C::kThreads,
+                   live ? static_cast<const void*>(reinterpret_cast<const uint4*>(s.x + i * s.pitch) + h) : base, live);
+        if constexpr (kInputs == 2)
+          cp_async16(to + ((C::kR + i) * kRowPieces + h) * C::kThreads,
+                     live ? static_cast<const void*>(reinterpret_cast<const uint4*>(s.x2 + i * s.pitch2) + h) : base,
+                     live);
+      }
+  }
+  // Reads slot d (its group complete) into raw.
+  __device__ void take(int d) {
+    const uint4* from = slot(d);
+#pragma unroll
+    for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+      for (int h = 0; h < kRowPieces; ++h) {
+        const uint4 q = from[(i * kRowPieces + h) * C::kThreads];
+        uint32_t* w = &this->raw.x[i][4 * h];
+        w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+        if constexpr (kInputs == 2) {
+          const uint4 g = from[((C::kR + i) * kRowPieces + h) * C::kThreads];
+          uint32_t* v = &this->raw.second[i][4 * h];
+          v[0] = g.x, v[1] = g.y, v[2] = g.z, v[3] = g.w;
+        }
+      }
+  }
+};
+
 // The one-launch amax of a small fp8_tensor / NVFP4 input (TileParams::cluster_amax): the rows
 // kernels of those recipes, whose grid is then one cluster (cluster_amax_grid).
 template <class C>
@@ -1350,13 +1407,16 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 }
 
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
-// are in flight while this one is quantized (two register sets, used in turn). The walk over
+// are in flight while this one is quantized (two register sets, used in turn); the 8-row shapes
+// copy the next tile into shared memory (AsyncLoad) and the fused rows kernels keep a ring of
+// tiles in flight there (RingLoad). The walk over
 // the tiles is a RowsWalk (pointers and a 32-bit row count) in the rows shape, else a TileWalk.
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
   using Tile = FastTile<C>;
-  using L = typename Pick<C::kTransform, FusedLoad<C>,
-                          typename Pick<C::kGeo.async_load, AsyncLoad<C>, PlainLoad<C>>::type>::type;
+  using L = typename Pick<C::kGeo.ring != 0, RingLoad<C>,
+                          typename Pick<C::kTransform, FusedLoad<C>,
+                                        typename Pick<C::kGeo.async_load, AsyncLoad<C>, PlainLoad<C>>::type>::type>::type;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;
@@ -1423,8 +1483,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   FusedStats<C> stats;
   L a{};
   if constexpr (C::kTransform) a.table = p.act_table;
-  if constexpr (C::kGeo.async_load) a.load(at.src(0), p.x);
-  else a.load(at.src(0));
+  if constexpr (C::kGeo.ring != 0) {
+    static_assert(C::kShape == FastShape::rows && !kClusterAmax<C>, "the fused rows kernels");
+#pragma unroll
+    for (int d = 0; d < L::kRing; ++d) {  // one group per tile, empty past the walk's end
+      if (at.ahead_exists(d)) L::issue(at.src(d), d, p.x);
+      cp_async_commit();
+    }
+  } else if constexpr (C::kGeo.async_load) {
+    a.load(at.src(0), p.x);
+  } else {
+    a.load(at.src(0));
+  }
   if constexpr (kClusterAmax<C>) {
     // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
     // already, the second's are L2 hits when the loop loads them while quantizing the first
@@ -1444,7 +1514,20 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     stats.add(w, p);
     Tile::run(w, at, n, p, rule, lane, warp);
   };
-  if constexpr (C::kGeo.async_load) {
+  if constexpr (C::kGeo.ring != 0) {
+    // groups committed before tile i's wait: kRing + i; tile i's is complete once at most
+    // kRing - 1 are pending
+    for (int d = 0;;) {
+      cp_async_wait<L::kRing - 1>();
+      a.take(d);
+      if (at.ahead_exists(L::kRing)) L::issue(at.src(L::kRing), d, p.x);  // warp-uniform
+      cp_async_commit();
+      quantize_tile(a);
+      at.advance();
+      if (at.done()) break;
+      d = d + 1 == L::kRing ? 0 : d + 1;
+    }
+  } else if constexpr (C::kGeo.async_load) {
     for (;;) {
       a.take();
       if (at.next_exists()) a.load(at.src(1), p.x);  // warp-uniform, as the loop exits are

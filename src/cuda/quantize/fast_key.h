@@ -93,6 +93,10 @@ struct FastGeometry {
   // while this one is quantized: the prefetch of the 8-row shapes, which have no registers to
   // spare for a second set. slot_bytes: the CTA's dynamic shared memory (0: none).
   bool async_load;
+  // The fused rows kernels (an activation or dact: fewer CTAs per SM, 80-128 registers) keep
+  // `ring` row tiles of raw input in flight instead: cp.async into a ring of that many slots per
+  // thread, refilled as each is taken (0: not these kernels).
+  int ring;
   int slot_bytes;
 };
 
@@ -163,7 +167,20 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
   g.async_load = !rows && k.fuse == 0;
-  g.slot_bytes = g.async_load ? g.threads * g.r * (k.dtype == 0 ? 32 : 16) : 0;
+  const int row_bytes = k.dtype == 0 ? 32 : 16;  // 8 input elements
+  g.slot_bytes = g.async_load ? g.threads * g.r * row_bytes : 0;
+  // Bytes in flight: at 2 CTAs of 256 threads per SM, one register tile ahead (64 bytes per thread)
+  // is ~32 KB per SM, half of what the plain rows kernels (4 CTAs) keep, and those kernels ran at
+  // half of copy whatever their instruction count (bench/NOTES.md v12). The ring takes what the
+  // SM's shared memory leaves beside the bf16 table, 2 to 4 tiles.
+  if (rows && transforms(k)) {
+    const int tile_bytes = g.threads * g.r * row_bytes * (two_inputs ? 2 : 1);
+    const int table_bytes = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
+    const int budget = 224 * 1024 / g.min_blocks - table_bytes - 2048;
+    g.ring = budget / tile_bytes < 2 ? 2 : (budget / tile_bytes > 4 ? 4 : budget / tile_bytes);
+    g.prefetch = false;
+    g.slot_bytes = g.ring * tile_bytes;
+  }
   return g;
 }
 
