@@ -773,10 +773,11 @@ TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
 #endif
 
 #if MXQ_WITH_CUDA
-// The fused rows kernels' cp.async ring (FastGeometry::ring) is sized from the SM's shared memory
-// beside the kernels' own (bf16 table, dbias sums): each must still reach the CTAs per SM its
-// registers allow, min_blocks, or the ring would cost the occupancy it was to make up for.
-TEST(GpuFused, RingKeepsTheRegisterOccupancy) {
+// The cp.async ring of the fused rows kernels and the 8-row shapes (FastGeometry::ring) is sized
+// from the SM's shared memory beside the kernels' own (bf16 table, dbias sums, staging): each must
+// still reach the CTAs per SM its registers allow, min_blocks, or the ring would cost the
+// occupancy it was to make up for.
+TEST(GpuQuantize, RingKeepsTheRegisterOccupancy) {
   REQUIRE_GPU();
   if (!runtime::jit::unavailable_reason().empty()) GTEST_SKIP() << runtime::jit::unavailable_reason();
   int keys = 0;
@@ -795,6 +796,24 @@ TEST(GpuFused, RingKeepsTheRegisterOccupancy) {
           ++keys;
         }
   EXPECT_GE(keys, 40);
+  // the 8-row shapes' plain kernels: MXFP8 / MXFP4 / NVFP4 column blocks (rows too), 128 x 128, NVFP4 16 x 16
+  using E = num::ElemFormat;
+  using S = num::Scheme;
+  using L = num::ScaleLayout;
+  for (int dtype : {0, 2})
+    for (const cuda::FastKey& k0 :
+         {cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::mx, E::e2m1, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::colblocks, 16, 16, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::fp8_block, E::e4m3fn, cuda::FastShape::two_d, 128, 128, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::two_d, 16, 16, L::row_major, L::row_major, 0}}) {
+      cuda::FastKey k = k0;
+      k.dtype = dtype;
+      ASSERT_TRUE(cuda::fast_key_valid(k)) << runtime::jit::key_text(k);
+      const cuda::FastGeometry g = cuda::fast_geometry(k);
+      EXPECT_GE(runtime::jit::prepare(k, 0), g.min_blocks)
+          << runtime::jit::key_text(k) << ": ring of " << g.ring << " tiles, " << g.slot_bytes << " bytes";
+    }
 }
 #endif
 

@@ -1,9 +1,8 @@
 // Specialised quantize kernels: the recipe (scheme, element format, block shape, scale layouts)
 // is a set of template arguments, and the data is quantized in registers as loaded (packed 16-bit
-// pairs for fp16/bf16). Shared memory holds the 8-row shapes' prefetched input (AsyncLoad), the
-// fused rows kernels' ring of row tiles in flight (RingLoad), the
-// cross-warp maximum of a 128 x 128 block, the transposed output and the staged scales of
-// row+col. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
+// pairs for fp16/bf16). Shared memory holds the row tiles in flight of the 8-row shapes and the
+// fused rows kernels (RingLoad), the cross-warp maximum of a 128 x 128 block, the transposed
+// output and the staged scales of row+col. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
 // shapes) go to the generic tile kernel in quantize_tile.cuh; both are held to the CPU
 // reference bit for bit.
 //
@@ -217,6 +216,7 @@ struct TileWalk {
   }
   int64_t end;  // the walk's last row tile starts below this row (p.rows, or a long CTA's share)
   __device__ bool next_exists() const { return r0 - lane_row + step < end; }  // warp-uniform
+  __device__ bool ahead_exists(int ahead) const { return r0 - lane_row + ahead * step < end; }
   __device__ bool done() const { return r0 - lane_row >= end; }
   __device__ void advance() { r0 += step; }
 };
@@ -1192,64 +1192,6 @@ struct PlainLoad {
   __device__ const uint32_t (&tile(int))[C::kR][C::kW] { return w; }
 };
 
-// The plain 8-row shapes (colblocks, two_d): the next tile's input is copied by cp.async into
-// this thread's own slots of dynamic shared memory (FastGeometry::slot_bytes) while this tile
-// is quantized, then read back into w. A thread reads only the slots it filled, so its own
-// wait_group is all the synchronisation there is; the slots are refilled only after they were
-// read into w, in program order (the generic kernel's cp.async ring relies on the same). Slot
-// (i, h) of thread t is 16-byte piece i * kPieces + h at index * kThreads + t: a warp's reads
-// and copies of one piece are 512 contiguous bytes. Rows that do not exist are zeros (cp.async
-// with source size 0 reads nothing; it is given the input's base address, which exists).
-template <class C>
-struct AsyncLoad {
-  static constexpr int kPieces = C::kW / 4;  // 16-byte pieces per row of 8 elements
-  static_assert(C::kGeo.slot_bytes == C::kThreads * C::kR * kPieces * 16, "the launchers' size is these slots");
-  uint32_t w[C::kR][C::kW];
-  __device__ static uint4* slots() {
-    extern __shared__ __align__(16) uint4 fast_slots[];
-    return fast_slots + threadIdx.x;
-  }
-  __device__ void load(const TileSrc& s, const void* base) {
-    uint4* slot = slots();
-    // Every row exists (all tiles but the bottom and right edges): addresses a pitch apart and no
-    // selects or source sizes (SASS count of MXFP8 row+col's interior tile: 46 fewer instructions).
-    if (s.n >= C::kR) {
-      const char* row = s.x;
-#pragma unroll
-      for (int i = 0; i < C::kR; ++i, row += s.pitch)
-#pragma unroll
-        for (int h = 0; h < kPieces; ++h)
-          cp_async16(slot + (i * kPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row) + h);
-      cp_async_commit();
-      return;
-    }
-#pragma unroll
-    for (int i = 0; i < C::kR; ++i) {
-      const uint4* row = reinterpret_cast<const uint4*>(s.x + i * s.pitch);
-#pragma unroll
-      for (int h = 0; h < kPieces; ++h)
-        cp_async16(slot + (i * kPieces + h) * C::kThreads, i < s.n ? static_cast<const void*>(row + h) : base, i < s.n);
-    }
-    cp_async_commit();
-  }
-  __device__ void take() {
-    cp_async_wait<0>();
-    const uint4* slot = slots();
-#pragma unroll
-    for (int i = 0; i < C::kR; ++i) {
-#pragma unroll
-      for (int h = 0; h < kPieces; ++h) {
-        const uint4 q = slot[(i * kPieces + h) * C::kThreads];
-        w[i][4 * h] = q.x;
-        w[i][4 * h + 1] = q.y;
-        w[i][4 * h + 2] = q.z;
-        w[i][4 * h + 3] = q.w;
-      }
-    }
-  }
-  __device__ const uint32_t (&tile(int))[C::kR][C::kW] { return w; }
-};
-
 template <class C>
 struct FusedLoad {
   RawTile<C> raw;
@@ -1262,19 +1204,23 @@ struct FusedLoad {
   }
 };
 
-// The fused rows kernels (FastGeometry::ring): the raw input of the next kRing row tiles is in
-// flight, copied by cp.async into this thread's own slots of dynamic shared memory (ring slot d
-// holds tile i with i % kRing == d), and a slot is refilled with the tile kRing on as soon as
-// it has been read into `raw`, in program order (as AsyncLoad). Piece k of slot d of thread t is
-// at (d * kPieces + k) * kThreads + t: a warp's copies and reads of one piece are 512 contiguous
-// bytes. Rows that do not exist are zeros, as load_raw gives them (cp.async of source size 0).
+// The 8-row shapes' plain kernels and the fused rows kernels (FastGeometry::ring): the input of
+// the next kRing row tiles is in flight, copied by cp.async into this thread's own slots of
+// dynamic shared memory (slot d holds tile i with i % kRing == d), and a slot is refilled with
+// the tile kRing on as soon as it has been read into registers, in program order: a thread reads
+// only the slots it filled, so its own wait_group is all the synchronisation there is (the
+// generic kernel's cp.async ring relies on the same). Piece k of slot d of thread t is at
+// (d * kPieces + k) * kThreads + t: a warp's copies and reads of one piece are 512 contiguous
+// bytes. Rows that do not exist are zeros (cp.async of source size 0, given the input's base
+// address, which exists), as load_words<true> and load_raw give them. The registers are
+// PlainLoad's words (quantized as loaded) or FusedLoad's raw tile (transformed first).
 template <class C>
-struct RingLoad : FusedLoad<C> {
+struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
   static constexpr int kRing = C::kGeo.ring;
-  static constexpr int kRowPieces = RawTile<C>::kWin / 4;  // 16-byte pieces per row of 8 elements
-  static constexpr int kInputs = RawTile<C>::kSecond ? 2 : 1;
+  static constexpr int kRowPieces = (C::kTransform ? RawTile<C>::kWin : C::kW) / 4;  // 16-byte pieces per row
+  static constexpr int kInputs = C::kTransform && RawTile<C>::kSecond ? 2 : 1;
   static constexpr int kPieces = kInputs * C::kR * kRowPieces;  // per slot
-  static_assert(kRing >= 2 && C::kGeo.slot_bytes == kRing * kPieces * 16 * C::kThreads,
+  static_assert(kRing >= 1 && C::kGeo.slot_bytes == kRing * kPieces * 16 * C::kThreads,
                 "the launchers' size is these slots");
   __device__ static uint4* slot(int d) {
     extern __shared__ __align__(16) uint4 fast_slots[];
@@ -1283,6 +1229,23 @@ struct RingLoad : FusedLoad<C> {
   // Copies tile s into slot d (no commit: the caller commits one group per tile, empty or not).
   __device__ static void issue(const TileSrc& s, int d, const void* base) {
     uint4* to = slot(d);
+    // Every row exists (all tiles but the bottom and right edges): addresses a pitch apart and no
+    // selects or source sizes (SASS count of MXFP8 row+col's interior tile: 46 fewer instructions).
+    if (s.n >= C::kR) {
+      const char* row = s.x;
+      const char* row2 = s.x2;
+#pragma unroll
+      for (int i = 0; i < C::kR; ++i, row += s.pitch) {
+#pragma unroll
+        for (int h = 0; h < kRowPieces; ++h) {
+          cp_async16(to + (i * kRowPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row) + h);
+          if constexpr (kInputs == 2)
+            cp_async16(to + ((C::kR + i) * kRowPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row2) + h);
+        }
+        if constexpr (kInputs == 2) row2 += s.pitch2;
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < C::kR; ++i)
 #pragma unroll
@@ -1296,7 +1259,7 @@ struct RingLoad : FusedLoad<C> {
                      live);
       }
   }
-  // Reads slot d (its group complete) into raw.
+  // Reads slot d (its group complete) into the registers.
   __device__ void take(int d) {
     const uint4* from = slot(d);
 #pragma unroll
@@ -1304,7 +1267,9 @@ struct RingLoad : FusedLoad<C> {
 #pragma unroll
       for (int h = 0; h < kRowPieces; ++h) {
         const uint4 q = from[(i * kRowPieces + h) * C::kThreads];
-        uint32_t* w = &this->raw.x[i][4 * h];
+        uint32_t* w;
+        if constexpr (C::kTransform) w = &this->raw.x[i][4 * h];
+        else w = &this->w[i][4 * h];
         w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
         if constexpr (kInputs == 2) {
           const uint4 g = from[((C::kR + i) * kRowPieces + h) * C::kThreads];
@@ -1408,15 +1373,13 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
 // are in flight while this one is quantized (two register sets, used in turn); the 8-row shapes
-// copy the next tile into shared memory (AsyncLoad) and the fused rows kernels keep a ring of
-// tiles in flight there (RingLoad). The walk over
+// and the fused rows kernels keep a ring of tiles in flight in shared memory instead (RingLoad). The walk over
 // the tiles is a RowsWalk (pointers and a 32-bit row count) in the rows shape, else a TileWalk.
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
   using Tile = FastTile<C>;
   using L = typename Pick<C::kGeo.ring != 0, RingLoad<C>,
-                          typename Pick<C::kTransform, FusedLoad<C>,
-                                        typename Pick<C::kGeo.async_load, AsyncLoad<C>, PlainLoad<C>>::type>::type>::type;
+                          typename Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type>::type;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;
@@ -1484,14 +1447,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   L a{};
   if constexpr (C::kTransform) a.table = p.act_table;
   if constexpr (C::kGeo.ring != 0) {
-    static_assert(C::kShape == FastShape::rows && !kClusterAmax<C>, "the fused rows kernels");
+    static_assert(!kClusterAmax<C>, "the one-launch kernels load their tiles twice (tile_amax_bits)");
 #pragma unroll
     for (int d = 0; d < L::kRing; ++d) {  // one group per tile, empty past the walk's end
-      if (at.ahead_exists(d)) L::issue(at.src(d), d, p.x);
+      if (d == 0 || at.ahead_exists(d)) L::issue(at.src(d), d, p.x);  // tile 0 exists (the return above)
       cp_async_commit();
     }
-  } else if constexpr (C::kGeo.async_load) {
-    a.load(at.src(0), p.x);
   } else {
     a.load(at.src(0));
   }
@@ -1525,15 +1486,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       quantize_tile(a);
       at.advance();
       if (at.done()) break;
-      d = d + 1 == L::kRing ? 0 : d + 1;
-    }
-  } else if constexpr (C::kGeo.async_load) {
-    for (;;) {
-      a.take();
-      if (at.next_exists()) a.load(at.src(1), p.x);  // warp-uniform, as the loop exits are
-      quantize_tile(a);
-      at.advance();
-      if (at.done()) break;
+      if constexpr (L::kRing > 1) d = d + 1 == L::kRing ? 0 : d + 1;
     }
   } else if constexpr (C::kPrefetch) {
     L b{};

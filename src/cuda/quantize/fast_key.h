@@ -89,13 +89,10 @@ struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
   int threads, tile_rows, tile_cols, max_regs, min_blocks;
   bool prefetch;  // the next row tile is loaded while this one is quantized (a second register set)
-  // The next row tile is copied by cp.async into this thread's slots of dynamic shared memory
-  // while this one is quantized: the prefetch of the 8-row shapes, which have no registers to
-  // spare for a second set. slot_bytes: the CTA's dynamic shared memory (0: none).
-  bool async_load;
-  // The fused rows kernels (an activation or dact: fewer CTAs per SM, 80-128 registers) keep
-  // `ring` row tiles of raw input in flight instead: cp.async into a ring of that many slots per
-  // thread, refilled as each is taken (0: not these kernels).
+  // Row tiles in flight in shared memory instead (0: none): cp.async into this thread's ring of
+  // `ring` slots of dynamic shared memory, each refilled as soon as it is read: the prefetch of the
+  // 8-row shapes, which have no registers to spare for a second set, and of the fused rows kernels.
+  // slot_bytes: the CTA's dynamic shared memory (0: none).
   int ring;
   int slot_bytes;
 };
@@ -166,21 +163,24 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   }();
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
-  g.async_load = !rows && k.fuse == 0;
-  const int row_bytes = k.dtype == 0 ? 32 : 16;  // 8 input elements
-  g.slot_bytes = g.async_load ? g.threads * g.r * row_bytes : 0;
-  // Bytes in flight: at 2 CTAs of 256 threads per SM, one register tile ahead (64 bytes per thread)
-  // is ~32 KB per SM, half of what the plain rows kernels (4 CTAs) keep, and those kernels ran at
-  // half of copy whatever their instruction count (bench/NOTES.md v12). The ring takes what the
-  // SM's shared memory leaves beside the bf16 table, 2 to 4 tiles.
+  // The ring: as many tiles as the SM's shared memory holds beside the kernel's own (the bf16
+  // table, dbias sums, the row+col staging: `own`, an upper bound) at min_blocks CTAs per SM,
+  // within [lo, hi]. Bytes in flight (bench/NOTES.md v13): one register tile ahead at 2 CTAs of
+  // 256 threads is ~32 KB per SM, half of what the plain rows kernels (4 CTAs) keep, and the
+  // single-input fused rows kernels ran at half of copy whatever their instruction count (v12);
+  // the FP4 column-block kernels (168 registers: 1 CTA) keep one 32 KB tile ahead per SM.
+  const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16) * (two_inputs && rows ? 2 : 1);
+  auto ring = [&](int own, int lo, int hi) {
+    const int fit = (224 * 1024 / g.min_blocks - own) / tile_bytes;
+    return fit < lo ? lo : (fit > hi ? hi : fit);
+  };
+  if (!rows && k.fuse == 0) g.ring = ring(24 * 1024, 1, 3);
   if (rows && transforms(k)) {
-    const int tile_bytes = g.threads * g.r * row_bytes * (two_inputs ? 2 : 1);
-    const int table_bytes = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
-    const int budget = 224 * 1024 / g.min_blocks - table_bytes - 2048;
-    g.ring = budget / tile_bytes < 2 ? 2 : (budget / tile_bytes > 4 ? 4 : budget / tile_bytes);
+    const int table = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
+    g.ring = ring(table + ((k.fuse & kFuseDbias) ? 16 * 1024 : 0) + 2048, 2, 4);
     g.prefetch = false;
-    g.slot_bytes = g.ring * tile_bytes;
   }
+  g.slot_bytes = g.ring * tile_bytes;
   return g;
 }
 
