@@ -370,6 +370,15 @@ TEST(FastGrid, RingSizes) {
   FastKey f32 = mxfp4_both;
   f32.dtype = 0;
   EXPECT_EQ(fast_geometry(f32).ring, 1);  // 64 KB per tile
+  // fused row+col: a ring where it fits beside the table, the sums and the staging at 2 CTAs
+  FastKey both_fused = mxfp8_both;
+  both_fused.fuse = fuse_bits(int(A::relu), false, false);
+  EXPECT_EQ(fast_geometry(both_fused).ring, 2);
+  both_fused.fuse = fuse_bits(int(A::silu), false, false);
+  EXPECT_EQ(fast_geometry(both_fused).ring, 1);  // beside the 32 KB table (the 8-row shapes' silu has one)
+  both_fused.fuse = fuse_bits(int(A::gelu), true, true);
+  EXPECT_EQ(fast_geometry(both_fused).ring, 0);  // dact's two inputs: 64 KB tiles do not fit
+  EXPECT_EQ(fast_geometry(both_fused).slot_bytes, 0);
 }
 
 }  // namespace

@@ -796,7 +796,7 @@ TEST(GpuQuantize, RingKeepsTheRegisterOccupancy) {
           ++keys;
         }
   EXPECT_GE(keys, 40);
-  // the 8-row shapes' plain kernels: MXFP8 / MXFP4 / NVFP4 column blocks (rows too), 128 x 128, NVFP4 16 x 16
+  // the 8-row shapes' kernels: MXFP8 / MXFP4 / NVFP4 column blocks (rows too), 128 x 128, NVFP4 16 x 16
   using E = num::ElemFormat;
   using S = num::Scheme;
   using L = num::ScaleLayout;
@@ -806,7 +806,14 @@ TEST(GpuQuantize, RingKeepsTheRegisterOccupancy) {
           cuda::FastKey{2, S::mx, E::e2m1, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, 0},
           cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::colblocks, 16, 16, L::row_major, L::row_major, 0},
           cuda::FastKey{2, S::fp8_block, E::e4m3fn, cuda::FastShape::two_d, 128, 128, L::row_major, L::row_major, 0},
-          cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::two_d, 16, 16, L::row_major, L::row_major, 0}}) {
+          cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::two_d, 16, 16, L::row_major, L::row_major, 0},
+          // and the fused row+col kernels' (a ring where it fits beside the table and the sums)
+          cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major,
+                        int(Activation::relu)},
+          cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major,
+                        int(Activation::silu)},
+          cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major,
+                        int(Activation::gelu) | cuda::kFuseDact | cuda::kFuseDbias}}) {
       cuda::FastKey k = k0;
       k.dtype = dtype;
       ASSERT_TRUE(cuda::fast_key_valid(k)) << runtime::jit::key_text(k);

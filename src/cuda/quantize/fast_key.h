@@ -169,15 +169,19 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // 256 threads is ~32 KB per SM, half of what the plain rows kernels (4 CTAs) keep, and the
   // single-input fused rows kernels ran at half of copy whatever their instruction count (v12);
   // the FP4 column-block kernels (168 registers: 1 CTA) keep one 32 KB tile ahead per SM.
-  const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16) * (two_inputs && rows ? 2 : 1);
+  const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16) * (two_inputs ? 2 : 1);
   auto ring = [&](int own, int lo, int hi) {
     const int fit = (224 * 1024 / g.min_blocks - own) / tile_bytes;
     return fit < lo ? lo : (fit > hi ? hi : fit);
   };
+  const int table = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
+  const int sums = (k.fuse & kFuseDbias) ? 16 * 1024 : 0;
   if (!rows && k.fuse == 0) g.ring = ring(24 * 1024, 1, 3);
+  // the fused 8-row kernels had no prefetch: a tile where it fits (not beside dact's two inputs
+  // and the table at 2 CTAs)
+  if (!rows && transforms(k)) g.ring = ring(table + sums + 24 * 1024, 0, 2);
   if (rows && transforms(k)) {
-    const int table = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
-    g.ring = ring(table + ((k.fuse & kFuseDbias) ? 16 * 1024 : 0) + 2048, 2, 4);
+    g.ring = ring(table + sums + 2048, 2, 4);
     g.prefetch = false;
   }
   g.slot_bytes = g.ring * tile_bytes;
