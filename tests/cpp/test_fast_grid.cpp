@@ -335,9 +335,9 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
   EXPECT_FALSE(cluster_amax_grid(two_d, 16, 7168).has_value());
 }
 
-// The cp.async ring (FastGeometry::ring): the fused rows kernels keep 2-4 row tiles in flight
-// and no second register set; the 8-row plain kernels one tile where their occupancy is high
-// (MXFP8 row+col, 3 CTAs) and up to 3 where it is low; the plain rows kernels none.
+// The cp.async ring (FastGeometry::ring): the single-input fused rows kernels keep 2-4 row tiles
+// in flight and no second register set; the two-input ones (gated, dact) and the plain rows
+// kernels their register prefetch; the 8-row plain kernels one tile; the fused 8-row none.
 TEST(FastGrid, RingSizes) {
   using A = num::Activation;
   using L = num::ScaleLayout;
@@ -345,40 +345,30 @@ TEST(FastGrid, RingSizes) {
     return FastKey{2, num::Scheme::mx, num::ElemFormat::e4m3fn, FastShape::rows, 32, 1, L::row_major, L::row_major,
                    fuse_bits(int(a), dact, dbias)};
   };
-  for (const FastKey& k : {fused(A::silu, false, false), fused(A::gelu, false, false), fused(A::swiglu, false, false),
-                           fused(A::gelu, true, true), fused(A::silu, true, true), fused(A::gelu, false, true)}) {
+  for (const FastKey& k : {fused(A::silu, false, false), fused(A::gelu, false, false), fused(A::gelu, false, true)}) {
     const FastGeometry g = fast_geometry(k);
     EXPECT_GE(g.ring, 2);
     EXPECT_LE(g.ring, 4);
     EXPECT_FALSE(g.prefetch);
-    const bool two_inputs = (k.fuse & kFuseDact) || num::is_gated(A(k.fuse & kFuseActMask));  // x2 or the gate
-    EXPECT_EQ(g.slot_bytes, g.ring * g.threads * g.r * 16 * (two_inputs ? 2 : 1));
+    EXPECT_EQ(g.slot_bytes, g.ring * g.threads * g.r * 16);
     // beside the table and the dbias sums the CTAs of min_blocks fit the SM's 228 KB
     const int own = (act_table_capable(k) ? 32768 : 0) + ((k.fuse & kFuseDbias) ? 16384 : 0);
     EXPECT_LE(g.min_blocks * (g.slot_bytes + own + 1024), 228 * 1024);
   }
   EXPECT_EQ(fast_geometry(fused(A::silu, false, false)).ring, 4);
-  EXPECT_EQ(fast_geometry(fused(A::none, false, true)).ring, 0);  // dbias alone: plain words, registers
-  EXPECT_EQ(fast_geometry(rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32)).ring, 0);
-  EXPECT_TRUE(fast_geometry(rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32)).prefetch);
-  const FastKey mxfp8_both{2, num::Scheme::mx, num::ElemFormat::e4m3fn, FastShape::colblocks, 32, 32, L::row_major,
-                           L::row_major};
+  EXPECT_EQ(fast_geometry(fused(A::gelu, false, false)).ring, 4);
+  for (const FastKey& k : {fused(A::swiglu, false, false), fused(A::gelu, true, true), fused(A::none, false, true),
+                           rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32)}) {
+    EXPECT_EQ(fast_geometry(k).ring, 0);
+    EXPECT_EQ(fast_geometry(k).slot_bytes, 0);
+    EXPECT_TRUE(fast_geometry(k).prefetch);
+  }
   const FastKey mxfp4_both{2, num::Scheme::mx, num::ElemFormat::e2m1, FastShape::colblocks, 32, 32, L::row_major,
                            L::row_major};
-  EXPECT_EQ(fast_geometry(mxfp8_both).ring, 1);
-  EXPECT_EQ(fast_geometry(mxfp4_both).ring, 3);
-  FastKey f32 = mxfp4_both;
-  f32.dtype = 0;
-  EXPECT_EQ(fast_geometry(f32).ring, 1);  // 64 KB per tile
-  // fused row+col: a ring where it fits beside the table, the sums and the staging at 2 CTAs
-  FastKey both_fused = mxfp8_both;
+  EXPECT_EQ(fast_geometry(mxfp4_both).ring, 1);
+  FastKey both_fused = mxfp4_both;
   both_fused.fuse = fuse_bits(int(A::relu), false, false);
-  EXPECT_EQ(fast_geometry(both_fused).ring, 2);
-  both_fused.fuse = fuse_bits(int(A::silu), false, false);
-  EXPECT_EQ(fast_geometry(both_fused).ring, 1);  // beside the 32 KB table (the 8-row shapes' silu has one)
-  both_fused.fuse = fuse_bits(int(A::gelu), true, true);
-  EXPECT_EQ(fast_geometry(both_fused).ring, 0);  // dact's two inputs: 64 KB tiles do not fit
-  EXPECT_EQ(fast_geometry(both_fused).slot_bytes, 0);
+  EXPECT_EQ(fast_geometry(both_fused).ring, 0);
 }
 
 }  // namespace

@@ -165,10 +165,11 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   g.prefetch = rows;
   // The ring: as many tiles as the SM's shared memory holds beside the kernel's own (the bf16
   // table, dbias sums, the row+col staging: `own`, an upper bound) at min_blocks CTAs per SM,
-  // within [lo, hi]. Bytes in flight (bench/NOTES.md v13): one register tile ahead at 2 CTAs of
-  // 256 threads is ~32 KB per SM, half of what the plain rows kernels (4 CTAs) keep, and the
-  // single-input fused rows kernels ran at half of copy whatever their instruction count (v12);
-  // the FP4 column-block kernels (168 registers: 1 CTA) keep one 32 KB tile ahead per SM.
+  // within [lo, hi]. The 8-row plain kernels keep one tile (deeper rings measured slower: MXFP4
+  // row+col 0.730 -> 0.716, NVFP4 16 x 16 0.874 -> 0.815 of copy at 8192 x 7168, bench/NOTES.md
+  // v13); the single-input fused rows kernels keep 4 instead of one register tile ahead (1x128
+  // gelu 0.65 -> 0.73-0.78, silu +2%); the two-input ones (gated, dact) keep their register
+  // prefetch (a ring measured slower: mxfp8 swiglu 0.793 -> 0.737).
   const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16) * (two_inputs ? 2 : 1);
   auto ring = [&](int own, int lo, int hi) {
     const int fit = (224 * 1024 / g.min_blocks - own) / tile_bytes;
@@ -176,11 +177,8 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   };
   const int table = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
   const int sums = (k.fuse & kFuseDbias) ? 16 * 1024 : 0;
-  if (!rows && k.fuse == 0) g.ring = ring(24 * 1024, 1, 3);
-  // the fused 8-row kernels had no prefetch: a tile where it fits (not beside dact's two inputs
-  // and the table at 2 CTAs)
-  if (!rows && transforms(k)) g.ring = ring(table + sums + 24 * 1024, 0, 2);
-  if (rows && transforms(k)) {
+  if (!rows && k.fuse == 0) g.ring = 1;
+  if (rows && transforms(k) && !two_inputs) {
     g.ring = ring(table + sums + 2048, 2, 4);
     g.prefetch = false;
   }
