@@ -1218,8 +1218,9 @@ template <class C>
 struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
   static constexpr int kRing = C::kGeo.ring;
   static constexpr int kRowPieces = (C::kTransform ? RawTile<C>::kWin : C::kW) / 4;  // 16-byte pieces per row
-  static constexpr int kInputs = C::kTransform && RawTile<C>::kSecond ? 2 : 1;
-  static constexpr int kPieces = kInputs * C::kR * kRowPieces;  // per slot
+  // one input: the two-input fused kernels (gated, dact) keep their register prefetch (fast_geometry)
+  static_assert(!C::kTransform || !RawTile<C>::kSecond, "a ring of one input");
+  static constexpr int kPieces = C::kR * kRowPieces;  // per slot
   static_assert(kRing >= 1 && C::kGeo.slot_bytes == kRing * kPieces * 16 * C::kThreads,
                 "the launchers' size is these slots");
   __device__ static uint4* slot(int d) {
@@ -1233,17 +1234,11 @@ struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
     // selects or source sizes (SASS count of MXFP8 row+col's interior tile: 46 fewer instructions).
     if (s.n >= C::kR) {
       const char* row = s.x;
-      const char* row2 = s.x2;
 #pragma unroll
-      for (int i = 0; i < C::kR; ++i, row += s.pitch) {
+      for (int i = 0; i < C::kR; ++i, row += s.pitch)
 #pragma unroll
-        for (int h = 0; h < kRowPieces; ++h) {
+        for (int h = 0; h < kRowPieces; ++h)
           cp_async16(to + (i * kRowPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row) + h);
-          if constexpr (kInputs == 2)
-            cp_async16(to + ((C::kR + i) * kRowPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row2) + h);
-        }
-        if constexpr (kInputs == 2) row2 += s.pitch2;
-      }
       return;
     }
 #pragma unroll
@@ -1253,10 +1248,6 @@ struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
         const bool live = i < s.n;
         cp_async16(to + (i * kRowPieces + h) * C::kThreads,
                    live ? static_cast<const void*>(reinterpret_cast<const uint4*>(s.x + i * s.pitch) + h) : base, live);
-        if constexpr (kInputs == 2)
-          cp_async16(to + ((C::kR + i) * kRowPieces + h) * C::kThreads,
-                     live ? static_cast<const void*>(reinterpret_cast<const uint4*>(s.x2 + i * s.pitch2) + h) : base,
-                     live);
       }
   }
   // Reads slot d (its group complete) into the registers.
@@ -1271,11 +1262,6 @@ struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
         if constexpr (C::kTransform) w = &this->raw.x[i][4 * h];
         else w = &this->w[i][4 * h];
         w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
-        if constexpr (kInputs == 2) {
-          const uint4 g = from[((C::kR + i) * kRowPieces + h) * C::kThreads];
-          uint32_t* v = &this->raw.second[i][4 * h];
-          v[0] = g.x, v[1] = g.y, v[2] = g.z, v[3] = g.w;
-        }
       }
   }
 };

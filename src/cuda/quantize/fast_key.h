@@ -170,7 +170,7 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // v13); the single-input fused rows kernels keep 4 instead of one register tile ahead (1x128
   // gelu 0.65 -> 0.73-0.78, silu +2%); the two-input ones (gated, dact) keep their register
   // prefetch (a ring measured slower: mxfp8 swiglu 0.793 -> 0.737).
-  const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16) * (two_inputs ? 2 : 1);
+  const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16);  // one input (the ring is single-input)
   auto ring = [&](int own, int lo, int hi) {
     const int fit = (224 * 1024 / g.min_blocks - own) / tile_bytes;
     return fit < lo ? lo : (fit > hi ? hi : fit);
