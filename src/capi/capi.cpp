@@ -94,13 +94,17 @@ constexpr DLDTypeName kDLDTypes[] = {
     {kDLBfloat, 16, DType::bfloat16},
     {kDLUInt, 8, DType::uint8},
     {kDLInt, 32, DType::int32},
-#if defined(DLPACK_MAJOR_VERSION) && (DLPACK_MAJOR_VERSION > 1 || DLPACK_MINOR_VERSION >= 1)
-    {kDLFloat8_e4m3fn, 8, DType::float8_e4m3fn},
-    {kDLFloat8_e5m2, 8, DType::float8_e5m2},
-    {kDLFloat8_e8m0fnu, 8, DType::float8_e8m0fnu},
-    {kDLFloat4_e2m1fn, 4, DType::float4_e2m1fn},
-#endif
+    // DLPack 1.1's codes, by number: callers compiled against DLPack >= 1.1 send them whatever
+    // header this library was built with (Debian's is 0.6, which has no FP8 / FP4 codes).
+    {10, 8, DType::float8_e4m3fn},   // kDLFloat8_e4m3fn
+    {12, 8, DType::float8_e5m2},     // kDLFloat8_e5m2
+    {14, 8, DType::float8_e8m0fnu},  // kDLFloat8_e8m0fnu
+    {17, 4, DType::float4_e2m1fn},   // kDLFloat4_e2m1fn
 };
+#if defined(DLPACK_MAJOR_VERSION) && (DLPACK_MAJOR_VERSION > 1 || DLPACK_MINOR_VERSION >= 1)
+static_assert(kDLFloat8_e4m3fn == 10 && kDLFloat8_e5m2 == 12 && kDLFloat8_e8m0fnu == 14 && kDLFloat4_e2m1fn == 17,
+              "DLPack's FP8 / FP4 type codes");
+#endif
 
 DType dtype_of(DLDataType t, const std::string& arg) {
   if (t.lanes != 1) fail_arg(arg + ".lanes=" + to_string(t.lanes) + " must be 1");
@@ -336,6 +340,8 @@ mxq_status mxq_dequantize(mxq_recipe recipe, const mxq_quantized* quantized, int
     const Recipe& r = recipe_of(recipe, "mxq_dequantize");
     const TensorView y = matrix_view_of(output, "output");
     DequantizeOptions opt;
+    if (columnwise != 0 && columnwise != 1)
+      fail_arg("mxq_dequantize: columnwise=" + to_string(columnwise) + "; expected 0 (rowwise) or 1 (columnwise)");
     opt.columnwise = columnwise != 0;
     if (options) {
       check_struct_size(options->size, sizeof(mxq_dequantize_options), "options.size", "mxq_dequantize_options");
@@ -447,10 +453,11 @@ mxq_status mxq_jit_warmup(const char* const* recipes, size_t n, int arch, int th
     }
     if (arch < 0) fail_arg("mxq_jit_warmup: arch=" + to_string(arch) + "; expected 0 or a compute capability like 90");
     const JitWarmupResult r = jit_warmup(list, arch, threads);
-    if (configs) *configs = r.configs;
-    if (!r.failures.empty())
+    if (!r.failures.empty())  // (no out-parameter is written on failure; the message counts them)
       fail(ErrorCode::unsupported, "mxq_jit_warmup: " + std::to_string(r.failures.size()) +
-                                       " configurations failed to compile; first: " + r.failures.front());
+                                       " configurations failed to compile (" + std::to_string(r.configs) +
+                                       " cached); first: " + r.failures.front());
+    if (configs) *configs = r.configs;
   });
 }
 

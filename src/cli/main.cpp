@@ -1,6 +1,8 @@
 // The mxq command. Results go to stdout, progress and errors to stderr.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <new>
@@ -149,7 +151,7 @@ int run_cache(const std::string& action, const std::vector<std::string>& recipes
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   CLI::App app{"mxq: low-precision quantization (FP8, MXFP8, MXFP4, NVFP4) for NVIDIA GPUs"};
   app.require_subcommand(1);
   bool as_json = false;
@@ -272,6 +274,7 @@ int main(int argc, char** argv) {
       if (L.col_data.present()) j["col_data"] = spec(L.col_data);
       if (L.col_scales.present()) j["col_scales"] = spec(L.col_scales);
       if (L.global_scale.present()) j["global_scale"] = spec(L.global_scale);
+      if (L.amax.present()) j["amax"] = spec(L.amax);
       j["total_bytes"] = L.total_bytes();
       if (as_json) {
         std::cout << j.dump(2) << "\n";
@@ -291,4 +294,15 @@ int main(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+// A command whose output could not be written (a full disk, a closed pipe) has failed.
+int main(int argc, char** argv) {
+  const int rc = run(argc, argv);
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    std::fprintf(stderr, "mxq: error: writing the output failed: %s\n", std::strerror(errno));
+    return rc != 0 ? rc : 2;
+  }
+  return rc;
 }

@@ -1,10 +1,14 @@
 #include "mxq/recipe.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <vector>
 
+#include "core/validate.hpp"
 #include "mxq/error.hpp"
 
 namespace mxq {
@@ -59,12 +63,6 @@ const Preset* find_preset(std::string_view name) {
   return nullptr;
 }
 
-std::string fmt_float(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", double(v));
-  return buf;
-}
-
 [[noreturn]] void bad_option(std::string_view key, std::string_view value, std::string_view expected) {
   fail_arg("recipe: option " + std::string(key) + "=" + std::string(value) + " is invalid; expected " +
            std::string(expected));
@@ -106,8 +104,13 @@ void apply_option(Recipe& r, std::string_view key, std::string_view v) {
   } else if (key == "eps") {
     char* end = nullptr;
     const std::string s(v);
+    errno = 0;
     const float f = std::strtof(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || !(f >= 0.0f) || f > 3.0e38f) bad_option(key, v, "a finite number >= 0");
+    // ERANGE: beyond float32 either way (1e-50 would silently be 0, a different scale rule);
+    // strtof also skips leading spaces, which the recipe grammar does not have
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end != '\0' || errno == ERANGE ||
+        !(f >= 0.0f) || f > 3.0e38f)
+      bad_option(key, v, "a finite float32 >= 0 (0, or 1.4e-45 to 3e38)");
     r.eps = f;
   } else if (key == "rounding") {
     if (v == "rceil") r.rounding = MxRounding::rceil;
@@ -150,13 +153,17 @@ std::vector<std::string> diff_options(const Recipe& base, const Recipe& r) {
   if (r.rounding != base.rounding)
     out.push_back(std::string("rounding=") + (r.rounding == MxRounding::rceil ? "rceil" : "floor"));
   if (r.layout != base.layout) out.push_back(std::string("layout=") + layout_name(r.layout));
+  // (validate() refuses fields out of range; a name printed before it still must not index past these)
+  auto pick = [](const auto& names, int v) -> std::string {
+    return v >= 0 && v < int(std::size(names)) ? names[v] : "?" + std::to_string(v);
+  };
   if (r.scale_type != base.scale_type) {
     static const char* names[] = {"float32", "float8_e8m0fnu", "ue4m3"};
-    out.push_back(std::string("scale=") + names[int(r.scale_type)]);
+    out.push_back("scale=" + pick(names, int(r.scale_type)));
   }
   if (r.direction != base.direction) {
-    static const char* names[] = {"", "row", "col", "both"};
-    out.push_back(std::string("dir=") + names[int(r.direction)]);
+    static const char* names[] = {"?0", "row", "col", "both"};
+    out.push_back("dir=" + pick(names, int(r.direction)));
   }
   if (r.column_form != base.column_form)
     out.push_back(std::string("colform=") + (r.column_form == ColumnForm::transposed ? "transposed" : "same"));
@@ -264,6 +271,20 @@ std::string Recipe::name() const {
 }
 
 void Recipe::validate() const {
+  // Fields set from C++ as enum values out of their range (the name below would index tables
+  // with them): named by field and number, before anything reads them.
+  auto range = [](const char* field, int v, int lo, int hi) {
+    if (v < lo || v > hi)
+      fail_arg("recipe: " + std::string(field) + "=" + std::to_string(v) + " is not a valid value; expected " +
+               std::to_string(lo) + ".." + std::to_string(hi));
+  };
+  range("scheme", int(scheme), 0, 3);
+  range("elem", int(elem), 0, 2);
+  range("scale_type", int(scale_type), 0, 2);
+  range("layout", int(layout), 0, 3);
+  range("direction", int(direction), 1, 3);
+  range("column_form", int(column_form), 0, 1);
+  range("rounding", int(rounding), 0, 1);
   // The name is built only on failure: validate() runs on every call (plan, quantize).
   auto bad = [&](const std::string& m) { fail_arg("recipe " + name() + ": " + m); };
   const bool fp4 = elem == ElemFormat::e2m1;

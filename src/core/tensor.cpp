@@ -185,6 +185,12 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
   return m;
 }
 
+std::string fmt_float(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
 std::string ptr_str(const void* p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", p);

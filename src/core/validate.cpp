@@ -78,6 +78,12 @@ struct Extents {
   }
 };
 
+// An optional fp32 argument (a scalar or a vector) the kernels read or write as floats.
+void check_float_pointer(const char* op, const char* what, const float* p) {
+  if (p && reinterpret_cast<uintptr_t>(p) % alignof(float) != 0)
+    fail_arg(std::string(op) + ": " + what + "=" + ptr_str(p) + " must be 4-byte aligned (float32)");
+}
+
 }  // namespace
 
 QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, const QuantizeOptions& opt) {
@@ -120,6 +126,10 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   if (opt.scale_in && out.recipe.scheme != Scheme::fp8_tensor)
     fail_arg("quantize: options.scale_in is only used by fp8_tensor, not by recipe " + name());
   if (opt.scale_in && opt.amax_in) fail_arg("quantize: give options.scale_in or options.amax_in, not both");
+  check_float_pointer("quantize", "options.dbias", opt.dbias);
+  check_float_pointer("quantize", "options.noop", opt.noop);
+  check_float_pointer("quantize", "options.amax_in", opt.amax_in);
+  check_float_pointer("quantize", "options.scale_in", opt.scale_in);
   Extents ex;
   ex.add("input", c.x, false);
   ex.add("options.act_input", c.act_input, false);
@@ -130,13 +140,18 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   ex.add("quantized.global_scale", out.global_scale, c.layout.global_scale, true);
   ex.add("quantized.amax", out.amax.data, out.amax.data ? 4 : 0, true);
   ex.add("options.dbias", opt.dbias, opt.dbias ? out_cols * 4 : 0, true);
+  ex.add("options.noop", opt.noop, 4, false);
+  ex.add("options.amax_in", opt.amax_in, 4, false);
+  ex.add("options.scale_in", opt.scale_in, 4, false);
   ex.check("quantize");
   if (c.x.device.kind == DeviceKind::cpu) {
     // Host scalars can be checked here; device scalars are the caller's responsibility.
-    if (opt.scale_in && !(num::is_finite(*opt.scale_in) && *opt.scale_in > 0.0f))
-      fail_arg("quantize: options.scale_in=" + std::to_string(*opt.scale_in) + " must be finite and > 0");
+    // 1 / scale_in is stored (scale_inv): it must be finite too, or every code decodes to NaN
+    if (opt.scale_in && !(num::is_finite(*opt.scale_in) && *opt.scale_in > 0.0f && num::is_finite(1.0f / *opt.scale_in)))
+      fail_arg("quantize: options.scale_in=" + fmt_float(*opt.scale_in) +
+               " must be finite and > 0 with a finite reciprocal (>= 2^-128)");
     if (opt.amax_in && !(*opt.amax_in >= 0.0f))
-      fail_arg("quantize: options.amax_in=" + std::to_string(*opt.amax_in) + " must be >= 0");
+      fail_arg("quantize: options.amax_in=" + fmt_float(*opt.amax_in) + " must be >= 0");
   }
   return c;
 }
@@ -183,7 +198,7 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
                ") on " + c.d.device.str() + ", got " + dtype_name(c.c.dtype) + " (" + std::to_string(c.c.rows) + ", " +
                std::to_string(c.c.cols) + ") on " + c.c.device.str());
   }
-  if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + std::to_string(opt.alpha) + " must be finite");
+  if (!num::is_finite(opt.alpha)) fail_arg("gemm: options.alpha=" + fmt_float(opt.alpha) + " must be finite");
   check_promote_k(opt.promote_k, "gemm: options.promote_k");
   c.promote_k = resolve_promote_k(opt.promote_k, c.d.dtype);
   check_block_m(opt.block_m, "gemm: options.block_m");
@@ -197,6 +212,7 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   ex.add("a.scales", a.scales, la.scales, false);
   ex.add("b.data", b.data, lb.data, false);
   ex.add("b.scales", b.scales, lb.scales, false);
+  check_float_pointer("gemm", "options.bias", opt.bias);
   ex.add("options.bias", opt.bias, opt.bias ? c.d.cols * 4 : 0, false);
   ex.check("gemm");
   return c;

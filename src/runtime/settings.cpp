@@ -55,45 +55,55 @@ std::set<std::string> g_logged;
 
 thread_local DispatchInfo t_last;
 
+// A Backend value from C++ (an enum field or argument) out of range.
+void check_backend(Backend b, const char* what) {
+  if (int(b) > int(Backend::cublaslt))
+    fail_arg(std::string(what) + "=" + std::to_string(int(b)) +
+             " is not a backend; expected auto, cpu, cuda-aot, cuda-jit or cublaslt (0..4)");
+}
+
+}  // namespace
+
+// The environment as read once; an invalid value of any MXQ_ variable is an error for every call
+// that consults the settings, whatever else is set (a per-call backend or a setter included).
+namespace {
+const EnvSettings& env_read() {  // never throws: the log uses it (an invalid MXQ_LOG reads as its default)
+  static const EnvSettings s = read_env();
+  return s;
+}
 }  // namespace
 
 const EnvSettings& env_settings() {
-  static const EnvSettings s = read_env();
+  const EnvSettings& s = env_read();
+  if (!s.error.empty()) fail_arg(s.error);
   return s;
 }
 
 Backend requested_backend(Backend per_call) {
+  check_backend(per_call, "options.backend");
+  const EnvSettings& e = env_settings();
   if (per_call != Backend::automatic) return per_call;
   const int set = g_backend.load(std::memory_order_relaxed);
-  if (set >= 0) return Backend(set);
-  const EnvSettings& e = env_settings();
-  if (!e.error.empty()) fail_arg(e.error);
-  return e.backend;
+  return set >= 0 ? Backend(set) : e.backend;
 }
 
 bool strict_mode() {
-  const int set = g_strict.load(std::memory_order_relaxed);
-  if (set >= 0) return set == 1;
   const EnvSettings& e = env_settings();
-  if (!e.error.empty()) fail_arg(e.error);
-  return e.strict;
+  const int set = g_strict.load(std::memory_order_relaxed);
+  return set >= 0 ? set == 1 : e.strict;
 }
 
-bool jit_enabled_by_env() {
-  const EnvSettings& e = env_settings();
-  if (!e.error.empty()) fail_arg(e.error);  // MXQ_JIT=off is an error, not "on"
-  return e.jit;
-}
+bool jit_enabled_by_env() { return env_settings().jit; }  // MXQ_JIT=off is an error, not "on"
 
 void log(LogLevel level, const std::string& message) {
-  if (int(level) > int(env_settings().log)) return;
+  if (int(level) > int(env_read().log)) return;
   std::lock_guard<std::mutex> lock(g_log_mu);
   if (g_sink) g_sink(message);
   else std::fprintf(stderr, "mxq: %s\n", message.c_str());
 }
 
 void log_once(LogLevel level, const std::string& key, const std::string& message) {
-  if (int(level) > int(env_settings().log)) return;
+  if (int(level) > int(env_read().log)) return;
   {
     std::lock_guard<std::mutex> lock(g_log_mu);
     if (!g_logged.insert(key).second) return;
@@ -118,7 +128,7 @@ void record_dispatch(const char* op, Backend b, const std::string& kernel) {
   t_last.op = op;
   t_last.backend = backend_name(b);
   t_last.kernel = kernel;
-  if (int(env_settings().log) >= int(LogLevel::info))  // no strings are built on the hot path otherwise
+  if (int(env_read().log) >= int(LogLevel::info))  // no strings are built on the hot path otherwise
     log_once(LogLevel::info, std::string("backend/") + op + "/" + t_last.backend + "/" + kernel,
              std::string(op) + ": backend " + t_last.backend + ", kernel " + kernel);
 }
@@ -134,10 +144,14 @@ void fallback(const char* op, const std::string& from, const std::string& to, co
 
 }  // namespace runtime
 
-void set_default_backend(Backend b) { runtime::g_backend.store(b == Backend::automatic ? -1 : int(b)); }
+void set_default_backend(Backend b) {
+  runtime::check_backend(b, "set_default_backend: backend");
+  runtime::g_backend.store(b == Backend::automatic ? -1 : int(b));
+}
 Backend default_backend() {
+  const runtime::EnvSettings& e = runtime::env_settings();
   const int set = runtime::g_backend.load();
-  return set >= 0 ? Backend(set) : runtime::env_settings().backend;
+  return set >= 0 ? Backend(set) : e.backend;
 }
 void set_strict(bool on) { runtime::g_strict.store(on ? 1 : 0); }
 bool strict() { return runtime::strict_mode(); }

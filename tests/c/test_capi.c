@@ -177,6 +177,15 @@ static void test_mxfp8_float32(void) {
     CHECK(bad == 0, "%d elements outside the bound", bad);
     CHECK(y[0] == 448.0f && (col ? y[R] : y[1]) == 1.0f, "hand-checked elements decode exactly");
   }
+  {
+    static float y[R * C];
+    memset(y, 0xCD, sizeof y);
+    Tensor out;
+    tensor_init(&out, y, kDLFloat, 32, C, R);
+    check_error(mxq_dequantize(r, &q.q, R, C, &out.t, 2, NULL), MXQ_ERROR_INVALID_ARGUMENT, "columnwise=2",
+                "columnwise is 0 or 1");
+    CHECK(((uint8_t*)y)[0] == 0xCD, "nothing written on error");
+  }
   quantized_free(&q);
   mxq_recipe_destroy(r);
 }
@@ -506,7 +515,43 @@ static void test_gemm_exact(void) {
   mxq_recipe_destroy(rb);
 }
 
+/* Buffers typed with DLPack 1.1's FP8 / FP4 codes, given by number (this test compiles against
+ * whatever dlpack.h the machine has): the same bytes as uint8 storage. mxfp4 data is float4_e2m1fn
+ * (code 17, 4 bits) of shape (R, C) elements, C / 2 bytes a row; its scales float8_e8m0fnu (14). */
+static void test_dlpack_fp_codes(void) {
+  enum { R = 4, C = 64 };
+  printf("DLPack 1.1 FP8 / FP4 codes\n");
+  static float x[R * C];
+  uint32_t seed = 5;
+  for (int i = 0; i < R * C; ++i) x[i] = next_value(&seed);
+  Tensor in;
+  tensor_init(&in, x, kDLFloat, 32, R, C);
+  const char* recipes[2] = {"mxfp4", "mxfp8"};
+  for (int k = 0; k < 2; ++k) {
+    mxq_recipe r = parse(recipes[k]);
+    mxq_layout L;
+    CHECK_OK(mxq_plan(r, R, C, &L));
+    Quantized plain, typed;
+    quantized_alloc(&plain, &L);
+    quantized_alloc(&typed, &L);
+    tensor_init(&typed.t[0], typed.mem[0], k == 0 ? 17 : 10, k == 0 ? 4 : 8, R, C);
+    tensor_init(&typed.t[1], typed.mem[1], 14, 8, R, C / 32);
+    CHECK_OK(mxq_quantize(r, &in.t, &plain.q, NULL));
+    CHECK_OK(mxq_quantize(r, &in.t, &typed.q, NULL));
+    CHECK(memcmp(plain.mem[0], typed.mem[0], (size_t)L.data.bytes) == 0 &&
+              memcmp(plain.mem[1], typed.mem[1], (size_t)L.scales.bytes) == 0,
+          "%s: typed buffers hold the uint8 storage's bytes", recipes[k]);
+    typed.t[0].t.dtype.code = 11; /* kDLFloat8_e4m3fnuz: not a format of mxq */
+    check_error(mxq_quantize(r, &in.t, &typed.q, NULL), MXQ_ERROR_INVALID_ARGUMENT, "(code 11, bits",
+                "an FP8 code mxq does not store");
+    quantized_free(&plain);
+    quantized_free(&typed);
+    mxq_recipe_destroy(r);
+  }
+}
+
 int main(void) {
+  test_dlpack_fp_codes();
   test_mxfp8_float32();
   test_nvfp4_bf16();
   test_fused_reglu();

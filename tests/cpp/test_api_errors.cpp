@@ -199,6 +199,78 @@ TEST(ApiErrors, OverlappingBuffers) {
   expect_error([&] { dequantize(s.out.view(), out); }, invalid({"output", "overlaps quantized.data"}));
 }
 
+// The scalars a call reads (noop, amax_in, scale_in) may not lie in what it writes either.
+TEST(ApiErrors, ScalarsInsideAnOutput) {
+  PoisonedCall t("fp8_tensor", 4, 256);
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    QuantizeOptions o;
+    const float* inside = reinterpret_cast<const float*>(t.out.data.data()) + 8;
+    const char* name = which == 0 ? "options.noop" : which == 1 ? "options.amax_in" : "options.scale_in";
+    (which == 0 ? o.noop : which == 1 ? o.amax_in : o.scale_in) = inside;
+    expect_error([&] { quantize(t.input(), t.out.view(), o); },
+                 invalid({"quantized.data", std::string("overlaps ") + name}), watch(t.out));
+  }
+}
+
+// Every float32 pointer of the options is 4-byte aligned (on a GPU a misaligned one faults).
+TEST(ApiErrors, MisalignedFloatOptions) {
+  alignas(16) unsigned char raw[64] = {};
+  const float* odd = reinterpret_cast<const float*>(raw + 1);
+  for (int which = 0; which < 4; ++which) {
+    SCOPED_TRACE(which);
+    PoisonedCall t(which == 0 ? "mxfp8" : "fp8_tensor", 4, 256);
+    QuantizeOptions o;
+    const char* name = "options.dbias";
+    if (which == 0) {
+      o.dbias = const_cast<float*>(odd);
+    } else if (which == 1) {
+      o.noop = odd, name = "options.noop";
+    } else if (which == 2) {
+      o.amax_in = odd, name = "options.amax_in";
+    } else {
+      o.scale_in = odd, name = "options.scale_in";
+    }
+    expect_error([&] { quantize(t.input(), t.out.view(), o); }, invalid({std::string(name) + "=", "4-byte aligned"}),
+                 watch(t.out));
+  }
+  PoisonedCall a("fp8_block_1x128", 4, 128), b("fp8_block_128x128", 8, 128);
+  quantize(a.input(), a.out.view());
+  quantize(b.input(), b.out.view());
+  std::vector<uint8_t> d(4 * 8 * sizeof(float), 0x11);
+  GemmOptions g;
+  g.bias = odd;
+  expect_error([&] { gemm(a.out.view(), b.out.view(), TensorView::matrix(d.data(), DType::float32, 4, 8), g); },
+               invalid({"options.bias=", "4-byte aligned"}), {&d});
+}
+
+// C++ callers can put any number into a Recipe's enum fields: out of range is an error naming the
+// field, before anything indexes a table with it (the name, the plan).
+TEST(ApiErrors, RecipeFieldsOutOfRange) {
+  const Recipe good = Recipe::parse("mxfp8");
+  const std::vector<std::pair<std::function<void(Recipe&)>, std::string>> cases = {
+      {[](Recipe& r) { r.direction = Direction(7); }, "direction=7"},
+      {[](Recipe& r) { r.direction = Direction(0); }, "direction=0"},
+      {[](Recipe& r) { r.scheme = Scheme(9); }, "scheme=9"},
+      {[](Recipe& r) { r.elem = ElemFormat(9); }, "elem=9"},
+      {[](Recipe& r) { r.scale_type = ScaleType(9); }, "scale_type=9"},
+      {[](Recipe& r) { r.layout = ScaleLayout(4); }, "layout=4"},
+      {[](Recipe& r) { r.column_form = ColumnForm(2); }, "column_form=2"},
+      {[](Recipe& r) { r.rounding = MxRounding(2); }, "rounding=2"},
+  };
+  for (const auto& [spoil, fragment] : cases) {
+    SCOPED_TRACE(fragment);
+    Recipe r = good;
+    spoil(r);
+    EXPECT_NO_FATAL_FAILURE((void)r.name());  // printable, never an out-of-range read
+    expect_error([&] { (void)plan(r, 4, 64); }, invalid({"recipe: " + fragment, "is not a valid value"}));
+    PoisonedCall s("mxfp8", 4, 64);
+    QuantizedTensor q = s.out.view();
+    q.recipe = r;
+    expect_error([&] { quantize(s.input(), q); }, invalid({fragment}), watch(s.out));
+  }
+}
+
 TEST(ApiErrors, MisalignedFp32ScaleBuffer) {
   PoisonedCall s("fp8_block_1x128", 4, 256);
   std::vector<uint8_t> scales(64, 0xCD);
@@ -233,7 +305,7 @@ TEST(ApiErrors, OptionsTheRecipeDoesNotUse) {
 
 TEST(ApiErrors, InvalidOptionValues) {
   PoisonedCall t("fp8_tensor", 4, 256);
-  for (float bad : {0.0f, -1.0f, INFINITY, NAN}) {
+  for (float bad : {0.0f, -1.0f, INFINITY, NAN, 1e-45f}) {  // 1e-45: 1 / scale_in (stored) is Inf
     QuantizeOptions o;
     o.scale_in = &bad;
     expect_error([&] { quantize(t.input(), t.out.view(), o); }, invalid({"options.scale_in=", "must be finite and > 0"}),
@@ -302,7 +374,10 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"mxfp8:dir=sideways", {"dir=sideways", "row, col or both"}},
       {"mxfp8:layout=diagonal", {"layout=diagonal", "swizzled_128x4"}},
       {"fp8_block_1x128:group=abc", {"group=abc", "an integer"}},
-      {"fp8_block_1x128:eps=-1", {"eps=-1", "a finite number >= 0"}},
+      {"fp8_block_1x128:eps=-1", {"eps=-1", "a finite float32 >= 0"}},
+      {"fp8_block_1x128:eps=1e-50", {"eps=1e-50", "a finite float32 >= 0"}},  // would be 0: another rule
+      {"fp8_block_1x128:eps=1e39", {"eps=1e39", "a finite float32 >= 0"}},
+      {"fp8_block_1x128:eps= 1", {"eps= 1", "a finite float32 >= 0"}},
       {"fp8_block_1x128:pow2=yes", {"pow2=yes", "0, 1, true or false"}},
       {"fp8_block_1x128:block=1x100", {"1x32, 1x64, 1x128 or 128x128", "got 1x100"}},
       {"fp8_block_1x128:scale=float8_e8m0fnu", {"needs pow2=1"}},

@@ -114,6 +114,23 @@ TEST(Dispatch, UnknownValuesAreErrorsListingTheValidOnes) {
   const std::string l = in_child({{"MXQ_LOG", "debug"}}, "quantize_backend");
   EXPECT_TRUE(has(l, "MXQ_LOG='debug'") && has(l, "off, warn, info")) << l;
   EXPECT_THROW(parse_backend("gpu"), Error);
+  // whatever else is set: a per-call backend, the setter, or a query of the default
+  const std::string p = in_child({{"MXQ_STRICT", "yes"}}, "per_call_cpu");
+  EXPECT_TRUE(has(p, "MXQ_STRICT='yes'")) << p;
+  const std::string q = in_child({{"MXQ_JIT", "2"}}, "setter_cpu");
+  EXPECT_TRUE(has(q, "MXQ_JIT='2'")) << q;
+  const std::string d = in_child({{"MXQ_BACKEND", "bogus"}}, "default_backend");
+  EXPECT_TRUE(has(d, "MXQ_BACKEND='bogus'")) << d;
+  EXPECT_EQ(in_child({{"MXQ_BACKEND", "cpu"}}, "default_backend"), "cpu");
+}
+
+// Backend values out of the enum's range (C++ callers) are errors, not some backend.
+TEST(Dispatch, BackendOutOfRangeIsAnError) {
+  QuantizeOptions o;
+  o.backend = Backend(9);
+  EXPECT_TRUE(has(try_quantize(o), "options.backend=9 is not a backend")) << try_quantize(o);
+  EXPECT_THROW(set_default_backend(Backend(9)), Error);
+  EXPECT_EQ(try_quantize(), "");  // the setter refused it: auto still
 }
 
 TEST(Dispatch, StrictModeFromEnvironmentAndSetter) {
@@ -157,6 +174,20 @@ const std::map<std::string, std::function<std::string()>>& actions() {
        [] {
          set_default_backend(Backend::cpu);
          return quantize_and_report();
+       }},
+      {"per_call_cpu",
+       [] {
+         QuantizeOptions o;
+         o.backend = Backend::cpu;
+         return try_quantize(o) + "|" + last_dispatch().backend;
+       }},
+      {"default_backend",
+       [] {
+         try {
+           return std::string(backend_name(default_backend()));
+         } catch (const Error& e) {
+           return std::string(e.what());
+         }
        }},
       {"strict", [] { return std::string(strict() ? "on" : "off"); }},
       {"strict_after_setter",

@@ -146,6 +146,26 @@ def test_recipe_subcommand_reports_fp4_bytes_packed():
     assert j["total_bytes"] == 128 * 128 + 128 * 8
 
 
+# Every buffer the plan needs is listed, the per-tensor amax too, and they add up to total_bytes.
+@pytest.mark.parametrize("recipe", ["fp8_tensor", "nvfp4", "mxfp8:dir=both"])
+def test_recipe_subcommand_lists_every_buffer(recipe):
+    r = run("recipe", recipe, "--rows", "4", "--cols", "64", "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    listed = [k for k in ("data", "scales", "col_data", "col_scales", "global_scale", "amax") if k in j]
+    assert ("amax" in listed) == (not recipe.startswith("mxfp8")), listed
+    assert sum(j[k]["bytes"] for k in listed) == j["total_bytes"], j
+
+
+# Output that cannot be written is a failure (exit code and message), not a success.
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_unwritable_output_fails():
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([mxq_bin(), "recipe", "mxfp8", "--json"], stdout=full, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+    assert r.returncode == 2 and "writing the output failed" in r.stderr, (r.returncode, r.stderr)
+
+
 def _cuda_usable():
     info = json.loads(run("info", "--json").stdout)
     return any(b["backend"] == "cuda-aot" and b["available"] for b in info["backends"])
@@ -308,6 +328,9 @@ def test_jit_and_cache_switches(tmp_path):
     if on.returncode != 0 and "not built" in on.stderr:
         pytest.skip(f"no JIT in this build: {on.stderr.strip()}")
     assert on.returncode == 0, on.stderr
+    # a recipe named that has no JIT kernel is an error naming it, not "0 kernels compiled"
+    none = warm("none", "fp8_block_128x128:dir=both")
+    assert none.returncode != 0 and "'fp8_block_128x128:dir=both' has no JIT kernel" in none.stderr, none.stderr
     off = warm("off", "mxfp8", MXQ_JIT="0")
     assert off.returncode != 0 and "turned off by MXQ_JIT=0" in off.stderr, off.stderr
     for value in ("off", "false", "banana"):  # only 0 and 1: anything else is an error, never "on"

@@ -133,13 +133,19 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
         continue;
       }
       const auto [r, fuse] = parse_warmup(text);
+      std::string no;  // why a dtype has no JIT kernel (the last one's, if none has)
+      int found = 0;
       for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
-        std::string no;
         auto k = cuda::fast_key_for(r, d, no);
         if (!k) continue;
+        ++found;
         k->fuse = fuse;
         if (std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
       }
+      // asked for by name: compiling nothing for it would leave its calls to a fallback unseen
+      if (found == 0)
+        fail_arg("jit_warmup: '" + text + "' has no JIT kernel to compile (" + no +
+                 "); its calls run cuda-aot's generic kernel");
     }
   }
   if (const std::vector<int> ok = runtime::jit::jit_archs(); std::find(ok.begin(), ok.end(), arch) == ok.end()) {
