@@ -34,6 +34,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _core, _ops
+from ._args import INT32, SIZE, check_bool, check_int, check_str, is_int
 from ._core import UnsupportedError
 from ._frameworks import CupyFramework, NumpyFramework, framework_of, numpy_storage_dtype, register
 from ._ops import _BUFFERS, BufferSpec, Layout
@@ -48,6 +49,7 @@ __all__ = [
 __version__: str = _core.version()
 
 _FP4 = "float4_e2m1fn"
+_BACKENDS = "'auto', 'cpu', 'cuda-aot', 'cuda-jit' or 'cublaslt'"
 
 
 # Every name comes from the C++ table (include/mxq/dtype.hpp); only the NumPy type is chosen here.
@@ -64,7 +66,7 @@ def dtype_names() -> list:
 def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype mxq stores a table dtype in (float4_e2m1fn: uint8, two values per byte).
     An unknown name raises ValueError listing the supported ones."""
-    return _DTYPES[_core.parse_dtype(name)]
+    return _DTYPES[_core.parse_dtype(check_str(name, "numpy_dtype", "name", "a dtype name such as 'float8_e4m3fn'"))]
 
 
 # ---- recipes ---------------------------------------------------------------------------------
@@ -76,6 +78,12 @@ def _opt(v) -> str:
 @dataclasses.dataclass(frozen=True)
 class _RecipeBase:
     """Common options; None leaves the preset's default. str() renders the recipe text."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):  # annotations are text (from __future__ import annotations)
+            v = getattr(self, f.name)
+            if f.type in ("bool", "Optional[bool]") and v is not None:
+                object.__setattr__(self, f.name, check_bool(v, type(self).__name__, f.name))
 
     def _preset(self) -> str:
         raise NotImplementedError
@@ -189,7 +197,8 @@ def recipes() -> list:
 def plan(recipe: RecipeLike, rows: int, cols: int) -> Layout:
     """Exact dtype, shape and bytes of every output buffer of quantize(recipe) on a (rows, cols)
     input. Raises ValueError for an invalid recipe or shape (e.g. odd cols for FP4)."""
-    return _ops.plan_layout(_recipe_text(recipe, "plan"), rows, cols, "plan")
+    return _ops.plan_layout(_recipe_text(recipe, "plan"), check_int(rows, "plan", "rows", "a size >= 0", SIZE),
+                            check_int(cols, "plan", "cols", "a size >= 0", SIZE), "plan")
 
 
 # ---- arrays: NumPy here, torch and CuPy when they are imported -------------------------------
@@ -242,11 +251,14 @@ class QuantizedTensor:
 
     @property
     def rows(self) -> int:
-        return math.prod(self.shape[:-1])
+        rows = 1
+        for s in self.shape[:-1]:
+            rows *= int(s)  # Python ints: NumPy's would wrap around
+        return rows
 
     @property
     def cols(self) -> int:
-        return self.shape[-1]
+        return int(self.shape[-1])
 
     def __repr__(self) -> str:
         parts = [f"recipe={self.recipe!r}", f"shape={tuple(self.shape)}"]
@@ -289,12 +301,9 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
     cannot serve.
     """
     text = _recipe_text(recipe, "quantize")
-    if not isinstance(backend, str):
-        raise TypeError(f"quantize: backend must be a str, got {type(backend).__name__}")
-    if not isinstance(activation, str):
-        raise TypeError(f"quantize: activation must be a str, got {type(activation).__name__}")
-    if not isinstance(dbias, (bool, np.bool_)):
-        raise TypeError(f"quantize: dbias={dbias!r}; expected a bool")
+    check_str(backend, "quantize", "backend", _BACKENDS)
+    check_str(activation, "quantize", "activation", "'none', 'gelu', 'swiglu', ...")
+    dbias = check_bool(dbias, "quantize", "dbias")
     fw = _framework(x, "quantize", "x")
     if fw.name == "torch":
         tq = _load_torch()
@@ -316,13 +325,25 @@ def _dtype_name(dtype, op: str) -> str:
     return name
 
 
-def _quantized_framework(q: QuantizedTensor, op: str):
+def _quantized_framework(q: QuantizedTensor, op: str, name: str):
+    """The Framework of q's buffers, once q's recipe and shape are what the binding can take and
+    q.data has q.shape's leading dimensions (the buffers themselves are checked against the plan
+    in _ops.buffer_arg)."""
     if not isinstance(q, QuantizedTensor):
-        raise TypeError(f"{op}: q must be an mxq.QuantizedTensor, got {type(q).__name__}")
+        raise TypeError(f"{op}: {name} must be an mxq.QuantizedTensor, got {type(q).__name__}")
+    check_str(q.recipe, op, f"{name}.recipe", "a recipe name")
+    shape = q.shape  # a tuple, list or torch.Size (a SymInt is an int to torch.compile's tracer)
+    if not isinstance(shape, (tuple, list)) or not shape or not all(is_int(s) for s in shape):
+        raise TypeError(f"{op}: {name}.shape={shape!r}; expected a tuple of at least one int (the input's shape)")
+    if min(shape) < 0 or q.rows > SIZE[1] or q.cols > SIZE[1]:
+        raise ValueError(f"{op}: {name}.shape={tuple(shape)}; expected sizes >= 0 of at most 2^48 elements")
     first = next((getattr(q, b) for b in _BUFFERS if getattr(q, b) is not None), None)
     if first is None:
-        raise ValueError(f"{op}: the quantized tensor has no buffers")
-    return _framework(first, op, "q.data")
+        raise ValueError(f"{op}: {name} has no buffers")
+    if q.data is not None and tuple(q.data.shape[:-1]) != tuple(shape[:-1]):
+        raise ValueError(f"{op}: {name}.data.shape={tuple(q.data.shape)}; expected {name}.shape's leading "
+                         f"dimensions {tuple(shape[:-1])}, then the plan's columns")
+    return _framework(first, op, f"{name}.data")
 
 
 def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False, backend: str = "auto"):
@@ -330,12 +351,10 @@ def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False,
     "bfloat16", or the NumPy / ml_dtypes / torch type). Rowwise: q.shape. ``columnwise=True``
     decodes col_data in its stored orientation: (K, M) for the transposed form, (M, K) for
     colform=same."""
-    fw = _quantized_framework(q, "dequantize")
+    fw = _quantized_framework(q, "dequantize", "q")
     name = _dtype_name(dtype, "dequantize")
-    if not isinstance(backend, str):
-        raise TypeError(f"dequantize: backend must be a str, got {type(backend).__name__}")
-    if not isinstance(columnwise, (bool, np.bool_)):
-        raise TypeError(f"dequantize: columnwise={columnwise!r}; expected a bool")
+    check_str(backend, "dequantize", "backend", _BACKENDS)
+    columnwise = check_bool(columnwise, "dequantize", "columnwise")
     if fw.name == "torch":
         y = _load_torch().dequantize(q, name, columnwise, backend)
     else:
@@ -357,17 +376,14 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     DeepGEMM's interval (1.5x faster, cuBLASLt's accuracy); 0, the default, takes 128 for a
     bfloat16 ``out_dtype`` (whose own rounding is far coarser) and 32 for float32. ``block_m``
     (0, 128 or 256) is the wgmma kernel's tile rows; 0 lets ``gemm_plan`` choose."""
-    for name, value in (("promote_k", promote_k), ("block_m", block_m)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise TypeError(f"gemm: {name}={value!r}; expected an int "
-                            f"({'0, 32, 64 or 128' if name == 'promote_k' else '0, 128 or 256'})")
+    promote_k = check_int(promote_k, "gemm", "promote_k", "0, 32, 64 or 128", INT32)
+    block_m = check_int(block_m, "gemm", "block_m", "0, 128 or 256", INT32)
     if isinstance(alpha, (bool, str)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
         raise TypeError(f"gemm: alpha={alpha!r}; expected a real number")
-    if not isinstance(backend, str):
-        raise TypeError(f"gemm: backend must be a str, got {type(backend).__name__}")
+    check_str(backend, "gemm", "backend", _BACKENDS)
     out_dtype = _dtype_name(out_dtype, "gemm")  # "float32", "bfloat16", or their numpy / torch types
-    fa = _quantized_framework(a, "gemm")
-    fb = _quantized_framework(b, "gemm")
+    fa = _quantized_framework(a, "gemm", "a")
+    fb = _quantized_framework(b, "gemm", "b")
     if fa is not fb:
         raise TypeError(f"gemm: a holds {fa.name} arrays and b {fb.name} arrays; expected one library")
     for name, q in (("a", a), ("b", b)):
@@ -394,7 +410,12 @@ def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "b
     call runs at, 0 resolved by out_dtype)."""
     keys = ("path", "why", "block_m", "block_n", "block_k", "stages", "cluster", "split_k", "tiles", "ctas_per_sm",
             "waves", "last_wave", "smem_bytes", "promote_k")
-    return dict(zip(keys, _core.gemm_plan(int(m), int(n), int(k), kind, out_dtype, int(sms), int(promote_k))))
+    m, n, k = (check_int(v, "gemm_plan", name, "a size >= 1") for name, v in (("m", m), ("n", n), ("k", k)))
+    check_str(kind, "gemm_plan", "kind", "'1d2d' or '1d1d'")
+    check_str(out_dtype, "gemm_plan", "out_dtype", "'float32' or 'bfloat16'")
+    sms = check_int(sms, "gemm_plan", "sms", "a number of SMs >= 1", INT32)
+    promote_k = check_int(promote_k, "gemm_plan", "promote_k", "0, 32, 64 or 128", INT32)
+    return dict(zip(keys, _core.gemm_plan(m, n, k, kind, out_dtype, sms, promote_k)))
 
 
 # ---- runtime switches ----------------------------------------------------------------------
@@ -402,7 +423,7 @@ def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "b
 def set_backend(name: str) -> None:
     """Process-wide default backend ("auto", "cpu", "cuda-aot", "cuda-jit", "cublaslt") for calls whose
     `backend` is "auto"; it wins over the environment variable MXQ_BACKEND. "auto" clears it."""
-    _core.set_default_backend(name)
+    _core.set_default_backend(check_str(name, "set_backend", "name", _BACKENDS))
 
 
 def get_backend() -> str:
@@ -416,8 +437,9 @@ class strict:
     restores the previous setting; `mxq.strict(False)` turns it off."""
 
     def __init__(self, on: bool = True):
+        on = check_bool(on, "strict", "on")
         self._previous = _core.strict()
-        _core.set_strict(bool(on))
+        _core.set_strict(on)
 
     def __enter__(self) -> "strict":
         return self
@@ -436,6 +458,10 @@ def jit_warmup(recipes: Sequence[RecipeLike] = (), *, arch: int = 0, threads: in
     """Compiles the cuda-jit kernels of `recipes` (every preset and option when empty) into the
     memory and disk caches, in parallel; needs no GPU. Returns the number of configurations
     cached; raises UnsupportedError when the JIT is off or a configuration fails to compile."""
+    if isinstance(recipes, (str, _RecipeBase)):
+        raise TypeError(f"jit_warmup: recipes={str(recipes)!r}; expected a sequence of recipes, e.g. ['mxfp8']")
+    arch = check_int(arch, "jit_warmup", "arch", "an sm number such as 90, or 0 for the device's", INT32)
+    threads = check_int(threads, "jit_warmup", "threads", "0 (one per core) or more", INT32)
     configs, failures = _core.jit_warmup([_recipe_text(r, "jit_warmup") for r in recipes], arch, threads)
     if failures:
         raise UnsupportedError("jit_warmup: " + "; ".join(failures))

@@ -29,7 +29,6 @@ class Framework:
     def scalar(self, v, device, op: str, name: str): raise NotImplementedError  # None, or one float32 on device
     def address(self, a) -> int: raise NotImplementedError
     def capacity(self, a) -> int: raise NotImplementedError  # bytes from a's first element to its storage's end
-    def nbytes(self, a) -> int: raise NotImplementedError  # bytes of a's own elements
     def dtype_name(self, a) -> str: raise NotImplementedError
     def strides(self, a): raise NotImplementedError  # in elements
     def is_contiguous(self, a) -> bool: raise NotImplementedError
@@ -49,6 +48,18 @@ def framework_of(x):
         if fw.accepts(x):
             return fw
     return None
+
+
+def _real(v, op: str, name: str):
+    """v, a number or an array of them (a CuPy array stays one), else a TypeError naming it: a
+    float32 cast would take a str, or drop a complex's imaginary part."""
+    try:  # a device array (CuPy, a CUDA tensor) is never copied to the host here
+        kind = np.dtype(v.dtype).kind if hasattr(v, "__cuda_array_interface__") else np.asarray(v).dtype.kind
+    except (TypeError, ValueError, RuntimeError):
+        kind = "O"
+    if kind not in "biuf":
+        raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
+    return v
 
 
 def numpy_storage_dtype(name: str) -> np.dtype:
@@ -74,6 +85,8 @@ class NumpyFramework(Framework):
         for name, d in self._dtypes.items():
             if d == a.dtype and name != _FP4:
                 return name
+        if a.dtype == ml_dtypes.float4_e2m1fn:  # one value per byte: not mxq's packed FP4 (uint8)
+            return "ml_dtypes.float4_e2m1fn (one value per byte)"
         return str(a.dtype)
 
     def describe(self, x, op, arg, meta=False):
@@ -99,9 +112,7 @@ class NumpyFramework(Framework):
     def scalar(self, v, device, op, name):
         if v is None:
             return None
-        if isinstance(v, (str, bytes)) or (isinstance(v, np.ndarray) and v.dtype.kind not in "biuf"):
-            raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
-        a = np.ascontiguousarray(np.asarray(v, dtype=np.float32)).reshape(-1)
+        a = np.ascontiguousarray(_real(v, op, name), dtype=np.float32).reshape(-1)
         if a.size != 1:
             raise ValueError(f"{op}: {name} must be one float32 value, got {a.size} values")
         return a
@@ -115,11 +126,9 @@ class NumpyFramework(Framework):
             base = base.base
         return self.address(base) + base.nbytes - self.address(a)
 
-    def nbytes(self, a) -> int:
-        return int(a.nbytes)
-
     def strides(self, a):
-        return tuple(s // a.itemsize for s in a.strides)
+        # exact: a byte stride that is not a whole number of elements shows as a fraction
+        return tuple(s // a.itemsize if s % a.itemsize == 0 else s / a.itemsize for s in a.strides)
 
     def is_contiguous(self, a) -> bool:
         return a.flags.c_contiguous
@@ -171,7 +180,7 @@ class CupyFramework(Framework):
         if v is None:
             return None
         with self._cp.cuda.Device(device[1]):
-            a = self._cp.asarray(v, dtype=self._cp.float32).reshape(-1)
+            a = self._cp.asarray(_real(v, op, name), dtype=self._cp.float32).reshape(-1)
         if a.size != 1:
             raise ValueError(f"{op}: {name} must be one float32 value, got {a.size} values")
         return a
@@ -181,9 +190,6 @@ class CupyFramework(Framework):
 
     def capacity(self, a) -> int:
         return int(a.data.mem.size) - (int(a.data.ptr) - int(a.data.mem.ptr))
-
-    def nbytes(self, a) -> int:
-        return int(a.nbytes)
 
     def dtype_name(self, a) -> str:
         return {"float32": "float32", "float16": "float16", "int32": "int32", "uint8": "uint8"}.get(str(a.dtype),

@@ -71,31 +71,75 @@ def plan_layout(text: str, rows: int, cols: int, op: str) -> Layout:
                   *(None if s is None else BufferSpec(s[0], s[1], s[2], s[3], tuple(s[4])) for s in specs))
 
 
-def buffer_arg(fw, a, spec: Optional[BufferSpec], name: str, op: str, device):
-    """(address, capacity in bytes) of a quantized buffer, or (0, 0) when absent. It must be
-    contiguous, and then holds its own elements only (a slice of a larger array is its slice, never
-    the array behind it), or exactly the plan's view of its buffer (the MN-major scale views, whose
-    padding lies beyond the view: their capacity runs to the storage's end)."""
+def presented(spec: BufferSpec, name: str, lead=None):
+    """(shape, element strides) of a buffer as the package presents it: the plan's view, except
+    rowwise data, which has the input's leading dimensions `lead` (row-major), and the scalars
+    global_scale and amax, of shape (1,)."""
+    rows, cols, row_stride, col_stride = spec.view
+    if name in ("global_scale", "amax"):
+        return (1,), (1,)
+    if name == "data" and lead is not None:
+        shape = tuple(lead) + (cols,)
+        return shape, row_major_strides(shape)
+    return (rows, cols), (row_stride, col_stride)
+
+
+def row_major_strides(shape):
+    strides, n = [], 1
+    for extent in reversed(shape):
+        strides.append(n)
+        n *= extent
+    return tuple(reversed(strides))
+
+
+def _same_view(shape, strides, want_shape, want_strides) -> bool:
+    """The same elements at the same offsets: equal shapes, and equal strides wherever an extent
+    is above 1 (torch gives dimensions of one element arbitrary strides; an empty array has none)."""
+    if tuple(shape) != tuple(want_shape):
+        return False
+    return 0 in want_shape or all(s == w for n, s, w in zip(shape, strides, want_strides) if n > 1)
+
+
+def _storage_dtypes(spec: BufferSpec):
+    """The dtype names a buffer may carry: its own, or uint8 for a one-byte type (CuPy has no FP8
+    types; NumPy stores packed FP4 as uint8)."""
+    return (spec.dtype, "uint8") if spec.numpy_dtype.itemsize == 1 else (spec.dtype,)
+
+
+def buffer_arg(fw, a, layout: Layout, name: str, op: str, device, prefix: str = "q."):
+    """(address, bytes) of a quantized buffer for the binding, or (0, 0) when absent. The buffer
+    must be exactly what quantize returns for the layout: its dtype (or uint8 for a one-byte
+    type), shape and element strides. The binding receives an address and a byte count only, so
+    anything else (a contiguous copy of an MN-major view, unpacked FP4, a transposed copy) would
+    be read as the plan's storage and decode to wrong numbers. Its bytes run to the storage's end
+    (an MN-major view's padding lies beyond its last element), at most the plan's: a slice of a
+    larger array holds its own elements only."""
     if a is None:
         return (0, 0)
+    arg = prefix + name
     if not fw.accepts(a):
-        raise TypeError(f"{op}: q.{name} is a {type(a).__module__}.{type(a).__name__}; expected a {fw.name} array "
+        raise TypeError(f"{op}: {arg} is a {type(a).__module__}.{type(a).__name__}; expected a {fw.name} array "
                         "like the other buffers")
-    if fw.device(a, op, f"q.{name}") != tuple(device):
-        raise ValueError(f"{op}: q.{name} is on device {fw.device(a, op, 'q.' + name)}; the other buffers on {device}")
-    if spec is not None:
-        got = fw.dtype_name(a)
-        if got not in (spec.dtype, "uint8"):
-            raise TypeError(f"{op}: q.{name}.dtype={got} must be {spec.dtype} or uint8 storage")
-        view_strides = (spec.view[2], spec.view[3])
-        plan_view = (got == spec.dtype and tuple(int(s) for s in a.shape) == (spec.view[0], spec.view[1])
-                     and fw.strides(a) == view_strides)
-        if plan_view:
-            return (fw.address(a), fw.capacity(a))
-        if not fw.is_contiguous(a):
-            raise ValueError(f"{op}: q.{name} has strides {fw.strides(a)}; expected a contiguous buffer or the "
-                             f"layout's view strides {view_strides}")
-    return (fw.address(a), fw.nbytes(a))
+    if fw.device(a, op, arg) != tuple(device):
+        raise ValueError(f"{op}: {arg} is on device {fw.device(a, op, arg)}; the other buffers on {device}")
+    spec = getattr(layout, name)
+    if spec is None:
+        raise ValueError(f"{op}: {arg} is given but recipe {layout.recipe} has no {name} buffer; expected None")
+    got, shape, strides = fw.dtype_name(a), tuple(int(s) for s in a.shape), fw.strides(a)
+    # data keeps the input's leading dimensions, whatever they are, as long as they make the rows
+    lead = shape[:-1] if name == "data" and shape and math.prod(shape[:-1]) == spec.rows else None
+    want_shape, want_strides = presented(spec, name, lead)
+    dtype_ok = got in _storage_dtypes(spec)
+    if not dtype_ok or not _same_view(shape, strides, want_shape, want_strides):
+        want_dtype = " or ".join(_storage_dtypes(spec))
+        if spec.dtype == _FP4:
+            want_dtype = "uint8 or torch.float4_e2m1fn_x2 (float4_e2m1fn packed two per byte)"
+        shown = str(a.dtype) if got == _FP4 else got  # torch.float4_e2m1fn_x2, packed
+        raise (ValueError if dtype_ok else TypeError)(
+            f"{op}: {arg} is {shown} of shape {shape} and strides {strides}; expected {want_dtype} of shape "
+            f"{want_shape} and strides {want_strides}, as quantize returns it for recipe {layout.recipe} on "
+            f"({layout.rows}, {layout.cols})")
+    return (fw.address(a), min(fw.capacity(a), spec.bytes))
 
 
 def quantize_into(fw, x, text: str, amax, scale, backend: str, activation: str, act_input, dbias: bool, noop,
@@ -108,18 +152,20 @@ def quantize_into(fw, x, text: str, amax, scale, backend: str, activation: str, 
     if activation in _GATED and shape[-1] % 2:
         raise ValueError(f"quantize: activation={activation} reads the last dimension as [a | b]; "
                          f"x.shape[-1]={shape[-1]} must be even")
+    if shape[-1] > 1 and math.prod(shape) and strides[-1] != 1:  # before the C++ API names x "input"
+        raise ValueError(f"quantize: x.strides[{len(shape) - 1}]={strides[-1]} must be 1 (rows may be strided, "
+                         "elements within a row must be contiguous)")
     out_shape = out_shape_of(shape, activation)
     rows, cols = math.prod(shape[:-1]), out_shape[-1]
     layout = plan_layout(text, rows, cols, "quantize")
-    # With noop the kernels write nothing: new outputs are then zeros, never uninitialised memory.
-    out = [None if getattr(layout, b) is None else fw.empty(getattr(layout, b), device, zero=noop is not None)
-           for b in _BUFFERS]
+    out = []
+    for b in _BUFFERS:
+        spec = getattr(layout, b)
+        # With noop the kernels write nothing: new outputs are then zeros, never uninitialised memory.
+        a = None if spec is None else fw.empty(spec, device, zero=noop is not None)
+        want = None if spec is None else presented(spec, b, out_shape[:-1])[0]
+        out.append(a if a is None or tuple(a.shape) == want else a.reshape(want))
     out.append(fw.zeros_f32(cols, device) if dbias else None)
-    if out[0] is not None:
-        out[0] = out[0].reshape(tuple(out_shape[:-1]) + (out[0].shape[-1],))
-    for i in (4, 5):
-        if out[i] is not None:
-            out[i] = out[i].reshape(1)
     if not run:
         return out
     amax_in = fw.scalar(amax, device, "quantize", "amax")
@@ -164,11 +210,19 @@ def dequantize_into(fw, recipe: str, rows: int, cols: int, bufs, dtype: str, col
                              "(use dir=col or dir=both)")
         shape = (layout.col_data.rows, layout.col_data.cols)
     else:
+        if layout.data is None:
+            raise ValueError(f"dequantize: recipe {recipe} has only columnwise output; pass columnwise=True")
         shape = (rows, cols)
+    read = (("col_data", "col_scales") if columnwise else ("data", "scales")) + ("global_scale",)
+    for a, b in zip(bufs, _BUFFERS):
+        spec = getattr(layout, b)
+        if a is None and spec is not None and b in read:
+            raise ValueError(f"dequantize: q.{b} is None; recipe {recipe} needs it ({spec.dtype}, shape "
+                             f"{presented(spec, b)[0]})")
     y = fw.dense(shape, dtype, device)
     if not run:
         return y
-    args = [buffer_arg(fw, a, getattr(layout, b), b, "dequantize", device) for a, b in zip(bufs, _BUFFERS)]
+    args = [buffer_arg(fw, a, layout, b, "dequantize", device) for a, b in zip(bufs, _BUFFERS)]
     _core.dequantize(recipe, rows, cols, *args, fw.address(y), dtype, list(shape), list(fw.strides(y)),
                      bool(columnwise), backend, device, fw.stream(device))
     return y
@@ -192,13 +246,16 @@ def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str
                             "array like the operands")
         if fw.device(t, "gemm", name) != device:
             raise ValueError(f"gemm: {name}.device={fw.device(t, 'gemm', name)}; expected the operands' {device}")
-        if fw.dtype_name(t) != "float32" or tuple(t.shape) != shape or not fw.is_contiguous(t):
+        if fw.dtype_name(t) != "float32" or tuple(t.shape) != shape:
             raise ValueError(f"gemm: {name} must be contiguous float32 of shape {shape}, got "
-                             f"{fw.dtype_name(t)} {tuple(t.shape)}")
-    _core.gemm(a_recipe, m, k, buffer_arg(fw, a_data, la.data, "data", "gemm", device),
-               buffer_arg(fw, a_scales, la.scales, "scales", "gemm", device),
-               b_recipe, n, kb, buffer_arg(fw, b_data, lb.data, "data", "gemm", device),
-               buffer_arg(fw, b_scales, lb.scales, "scales", "gemm", device),
+                             f"{fw.dtype_name(t)} {tuple(t.shape)} with strides {fw.strides(t)}")
+        if not fw.is_contiguous(t):
+            raise ValueError(f"gemm: {name} has strides {fw.strides(t)}; expected a contiguous {shape} array, "
+                             f"strides {row_major_strides(shape)} (pass {name}.contiguous())")
+    _core.gemm(a_recipe, m, k, buffer_arg(fw, a_data, la, "data", "gemm", device, "a."),
+               buffer_arg(fw, a_scales, la, "scales", "gemm", device, "a."),
+               b_recipe, n, kb, buffer_arg(fw, b_data, lb, "data", "gemm", device, "b."),
+               buffer_arg(fw, b_scales, lb, "scales", "gemm", device, "b."),
                fw.address(d), out_dtype, float(alpha), 0 if c is None else fw.address(c),
                0 if bias is None else fw.address(bias), backend, int(promote_k), device, fw.stream(device), int(block_m))
     return d

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+import numpy as np
 import torch
 
 from . import _core
@@ -80,9 +81,11 @@ class TorchFramework(Framework):
             if v.dtype != torch.float32 or v.numel() != 1 or self.device(v, op, name) != tuple(device):
                 raise ValueError(f"{op}: {name} must be one float32 value on the input's device, got "
                                  f"{v.dtype} of shape {tuple(v.shape)} on {v.device}")
-            return v
+            return v.detach()  # an amax computed from a Parameter: the outputs must not carry a grad_fn
         try:
-            if isinstance(v, (str, bytes)):
+            # float() takes str and drops a NumPy complex's imaginary part
+            if isinstance(v, (str, bytes, complex, np.complexfloating)) or (
+                    isinstance(v, np.ndarray) and v.dtype.kind not in "biuf"):
                 raise TypeError
             f = float(v)
         except (TypeError, ValueError):
@@ -94,9 +97,6 @@ class TorchFramework(Framework):
 
     def capacity(self, a) -> int:
         return a.untyped_storage().nbytes() - a.storage_offset() * a.element_size()
-
-    def nbytes(self, a) -> int:
-        return a.numel() * a.element_size()
 
     def dtype_name(self, a) -> str:
         return _NAMES.get(a.dtype, str(a.dtype))
@@ -198,12 +198,6 @@ def _same_device(t, dev, op: str, name: str, main: str):
     return t.detach()
 
 
-def _flag(v, op: str, name: str) -> bool:
-    if not isinstance(v, (bool, int)):
-        raise TypeError(f"{op}: {name}={v!r}; expected a bool")
-    return bool(v)
-
-
 # Quantization is not differentiable: the ops take their tensors detached, so that their outputs
 # never carry a grad_fn (a Parameter's quantize traces under torch.compile; a backward through
 # them would have no formula).
@@ -222,8 +216,7 @@ def quantize(x, recipe: str, canonical: str, amax, scale, backend, activation, a
     scale = FRAMEWORK.scalar(scale, dev, "quantize", "scale")
     noop = FRAMEWORK.scalar(noop, dev, "quantize", "noop")
     act_input = _same_device(act_input, dev, "quantize", "act_input", "x")
-    outs = torch.ops.mxq.quantize(x.detach(), recipe, amax, scale, activation, act_input,
-                                  _flag(dbias, "quantize", "dbias"), noop, backend)
+    outs = torch.ops.mxq.quantize(x.detach(), recipe, amax, scale, activation, act_input, dbias, noop, backend)
     bufs = [None if t.dtype == _ABSENT_DTYPE else t for t in outs]
     return make(canonical, x.shape, activation, bufs)
 
@@ -237,8 +230,7 @@ def _buffers(q, op: str, prefix: str):
 
 def dequantize(q, dtype: str, columnwise: bool, backend: str):
     _, bufs = _buffers(q, "dequantize", "q.")
-    return torch.ops.mxq.dequantize(q.recipe, q.rows, q.cols, *bufs, dtype,
-                                    _flag(columnwise, "dequantize", "columnwise"), backend)
+    return torch.ops.mxq.dequantize(q.recipe, q.rows, q.cols, *bufs, dtype, columnwise, backend)
 
 
 def gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m=0):

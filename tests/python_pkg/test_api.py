@@ -1,4 +1,6 @@
-"""The package's surface: info, presets, dtype names, recipe helpers, plan(), the README example."""
+"""The package's surface: info, presets, dtype names, recipe helpers, plan(), the README example,
+the extension's stub."""
+import ast
 import pathlib
 import re
 import runpy
@@ -106,3 +108,39 @@ def test_readme_example_is_the_readme_s():
     if not blocks:
         pytest.skip("README.md has no ```python block yet")
     assert (HERE / "readme_example.py").read_text() in blocks
+
+
+def _signatures(source: str) -> dict:
+    """{name: (parameters, return)} of the defs in `source`, with each annotation in one spelling
+    (builtin generics, `X | None`) and each default as a value (... where the stub elides it)."""
+    aliases = {"_Buffer": "tuple[int, int]", "_Device": "tuple[int, int]",
+               "_Spec": "tuple[str, int, int, int, tuple[int, int, int, int]] | None"}
+
+    def spell(node):
+        text = "None" if node is None else ast.unparse(node)
+        for old, new in (*aliases.items(), ("Tuple[", "tuple["), ("List[", "list["),
+                         ("collections.abc.Sequence[", "list[")):
+            text = text.replace(old, new)
+        return re.sub(r"Optional\[(.*)\]$", r"\1 | None", text)
+
+    out = {}
+    for f in ast.parse(source).body:
+        if isinstance(f, ast.FunctionDef):
+            args = f.args.args
+            defaults = [None] * (len(args) - len(f.args.defaults)) + [ast.literal_eval(d) for d in f.args.defaults]
+            out[f.name] = ([(a.arg, spell(a.annotation), d) for a, d in zip(args, defaults)], spell(f.returns))
+    return out
+
+
+def test_core_stub_matches_the_binding():
+    stub = _signatures((pathlib.Path(mxq.__file__).parent / "_core.pyi").read_text())
+    for name, (params, returns) in stub.items():
+        doc = getattr(mxq._core, name).__doc__.splitlines()[0].replace("ndarray[writable=False]", "object")
+        (bparams, breturns), = _signatures(f"def {doc}: ...").values()
+        assert returns == breturns, (name, returns, breturns)
+        assert len(params) == len(bparams), (name, params, bparams)
+        for (n, t, d), (bn, bt, bd) in zip(params, bparams):
+            assert (n, t) == (bn, bt) and (d is Ellipsis or d == bd), (name, (n, t, d), (bn, bt, bd))
+    bound = {n for n in dir(mxq._core) if not n.startswith("_") and callable(getattr(mxq._core, n))}
+    assert bound - {"UnsupportedError"} == set(stub)
+    assert len(mxq._core.gemm_plan(1, 256, 256)) == 14

@@ -1,4 +1,6 @@
 """mxq.gemm on the CPU backend: the exact integer case, alpha / c / bias, bf16 output, errors."""
+import dataclasses
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -88,3 +90,29 @@ def test_gemm_plan():
     assert f32["path"] == "swap-ab" and f32["promote_k"] == 32
     with pytest.raises(ValueError, match="promote_k=48; expected 0 \\(by D's dtype\\), 32, 64 or 128"):
         mxq.gemm_plan(64, 24576, 1536, promote_k=48)
+
+
+def test_gemm_operands_must_be_the_plans_view():
+    a, b = ints((64, 256)), ints((64, 256))
+    qa = mxq.quantize(a, "fp8_block_1x128:layout=mn_major_tma")
+    qb = mxq.quantize(b, "fp8_block_128x128")
+    want = mxq.gemm(qa, qb)
+    R = dataclasses.replace
+    for call, error, match in [
+        (lambda: mxq.gemm(R(qa, scales=np.ascontiguousarray(qa.scales)), qb), ValueError,
+         r"gemm: a.scales is float32 of shape \(64, 2\) and strides \(2, 1\); expected float32 of shape \(64, 2\) "
+         r"and strides \(1, 64\)"),
+        (lambda: mxq.gemm(R(qa, data=np.ascontiguousarray(qa.data.T)), qb), ValueError,
+         r"gemm: a.data.shape=\(256, 64\); expected a.shape's leading dimensions \(64,\)"),
+        (lambda: mxq.gemm(qa, R(qb, scales=np.ascontiguousarray(qb.scales.T))), ValueError,
+         r"gemm: b.scales is float32 of shape \(2, 1\)"),
+        (lambda: mxq.gemm(R(qa, data=qa.data.view(np.int8)), qb), TypeError, r"gemm: a.data is int8"),
+        (lambda: mxq.gemm(a, qb), TypeError, r"gemm: a must be an mxq.QuantizedTensor, got ndarray"),
+        (lambda: mxq.gemm(qa, b), TypeError, r"gemm: b must be an mxq.QuantizedTensor, got ndarray"),
+        (lambda: mxq.gemm(qa, qb, promote_k=2 ** 40), ValueError,
+         r"gemm: promote_k=1099511627776 is out of range; expected 0, 32, 64 or 128"),
+        (lambda: mxq.gemm(qa, qb, block_m=2 ** 32 + 128), ValueError, r"gemm: block_m=4294967424 is out of range"),
+    ]:
+        with pytest.raises(error, match=match):
+            call()
+    np.testing.assert_array_equal(mxq.gemm(R(qa, data=qa.data.view(np.uint8)), qb), want)

@@ -1,6 +1,7 @@
 """PyTorch in, PyTorch out. CPU-tensor tests run wherever torch is installed (the CPU backend);
 tests marked `gpu` need a CUDA device and report SKIPPED elsewhere. Every comparison is byte
 for byte against the C++ API through NumPy (the CPU reference backend)."""
+import dataclasses
 import pathlib
 import subprocess
 import sys
@@ -103,13 +104,12 @@ def test_mn_major_scales_have_deepgemm_strides():
 def test_errors_are_clear():
     with pytest.raises(TypeError, match=r"x.dtype=torch.float64 is not supported"):
         mxq.quantize(torch.ones(4, 32, dtype=torch.float64), "mxfp8")
-    with pytest.raises(ValueError, match=r"strides\[1\]=2 must be 1"):
-        mxq.quantize(torch.ones(4, 128)[:, ::2], "mxfp8")
     with pytest.raises(ValueError, match=r"input.shape\[1\]=33 must be even"):
         mxq.quantize(torch.ones(4, 33), "nvfp4")
     q = mxq.quantize(torch.ones(4, 64), "mxfp8")
     q.scales = q.scales.t()
-    with pytest.raises(ValueError, match=r"q.scales has strides"):
+    with pytest.raises(ValueError, match=r"q.scales is float8_e8m0fnu of shape \(2, 4\) and strides \(1, 2\); "
+                                         r"expected float8_e8m0fnu or uint8 of shape \(4, 2\) and strides \(2, 1\)"):
         mxq.dequantize(q)
 
 
@@ -393,3 +393,84 @@ def test_gemm_on_cuda_tensors_exact(backend):
     compiled = torch.compile(lambda x, y: mxq.gemm(x, y, out_dtype="bfloat16"), fullgraph=True)
     db = compiled(qa, qb)
     assert db.dtype == torch.bfloat16 and torch.equal(db.float().cpu(), (a @ b.T).bfloat16().float())
+
+
+# amax, scale and noop are taken detached too: an amax computed from a Parameter gives outputs
+# without a grad_fn, eager and under torch.compile(fullgraph=True).
+def test_scalar_tensors_are_detached():
+    w = torch.nn.Parameter(sample((64, 256)))
+    for q in (mxq.quantize(w, "nvfp4", amax=w.abs().amax().reshape(1)),
+              mxq.quantize(w, "fp8_tensor", scale=torch.tensor([3.0], requires_grad=True)),
+              mxq.quantize(w, "mxfp8", noop=torch.tensor([0.0], requires_grad=True))):
+        for b in BUFFERS:
+            t = getattr(q, b)
+            assert t is None or (t.grad_fn is None and not t.requires_grad), (q.recipe, b)
+    f = torch.compile(lambda w: mxq.quantize(w, "nvfp4", amax=w.abs().amax().reshape(1)).data, fullgraph=True)
+    got = f(w)
+    assert got.grad_fn is None and torch.equal(got.view(torch.uint8), mxq.quantize(w.detach(), "nvfp4").data.view(
+        torch.uint8))
+
+
+def test_torch_buffers_must_be_the_plans_view():
+    x = sample((30, 1024))
+    R = dataclasses.replace
+    mn = mxq.quantize(x, "fp8_block_1x128:layout=mn_major_tma")
+    packed = mxq.quantize(x, "fp8_block_1x128:pow2=1,layout=packed_ue8m0")
+    fp4 = mxq.quantize(x, "mxfp4")
+    b = fp4.data.view(torch.uint8)
+    unpacked = torch.stack([b & 0xF, b >> 4], -1).reshape(30, 1024)
+    qb = mxq.quantize(sample((64, 1024), seed=1), "fp8_block_128x128")
+    for call, error, match in [
+        (lambda: mxq.dequantize(R(mn, scales=mn.scales.contiguous())), ValueError,
+         r"dequantize: q.scales is float32 of shape \(30, 8\) and strides \(8, 1\); expected float32 of shape "
+         r"\(30, 8\) and strides \(1, 32\)"),
+        (lambda: mxq.dequantize(R(mn, scales=mn.scales.clone())), ValueError,
+         r"q.scales is float32 of shape \(30, 8\) and strides \(1, 30\)"),
+        (lambda: mxq.gemm(R(mn, scales=mn.scales.contiguous()), qb), ValueError, r"gemm: a.scales is float32"),
+        (lambda: mxq.dequantize(R(packed, scales=packed.scales.contiguous())), ValueError,
+         r"q.scales is int32 of shape \(30, 2\) and strides \(2, 1\)"),
+        (lambda: mxq.dequantize(R(fp4, data=unpacked)), ValueError, r"q.data is uint8 of shape \(30, 1024\)"),
+        (lambda: mxq.dequantize(R(fp4, data=unpacked.view(torch.float4_e2m1fn_x2))), ValueError,
+         r"q.data is torch.float4_e2m1fn_x2 of shape \(30, 1024\)"),
+        (lambda: mxq.dequantize(R(fp4, scales=fp4.scales.t().contiguous())), ValueError,
+         r"q.scales is float8_e8m0fnu of shape \(32, 30\)"),
+        (lambda: mxq.gemm(R(mn, data=mn.data.view(torch.int8)), qb), TypeError, r"gemm: a.data is torch.int8"),
+    ]:
+        with pytest.raises(error, match=match):
+            call()
+    # Round trips that keep the view are taken: uint8 storage of a one-byte type, and NumPy's
+    # buffers (the same strides) brought over with torch.from_numpy (M a multiple of 4: torch's
+    # storage of a view ends at its last element, before an MN-major layout's padding).
+    assert torch.equal(mxq.dequantize(R(mn, data=mn.data.view(torch.uint8))), mxq.dequantize(mn))
+    qn = mxq.quantize(to_numpy(x[:28]), "fp8_block_1x128:layout=mn_major_tma")
+    back = R(qn, data=torch.from_numpy(qn.data.view(np.uint8)), scales=torch.from_numpy(qn.scales))
+    assert torch.equal(mxq.dequantize(back), mxq.dequantize(mxq.quantize(x[:28], mn.recipe)))
+
+
+def test_gemm_c_and_bias_strides_are_named():
+    qa, qb = mxq.quantize(sample((64, 256)), "fp8_block_1x128"), mxq.quantize(sample((64, 256), seed=1),
+                                                                             "fp8_block_128x128")
+    for kwargs, match in [
+        ({"c": torch.zeros(64, 64).t()}, r"gemm: c has strides \(1, 64\); expected a contiguous \(64, 64\) array, "
+                                         r"strides \(64, 1\) \(pass c.contiguous\(\)\)"),
+        ({"c": torch.zeros(64).expand(64, 64)}, r"gemm: c has strides \(0, 1\)"),
+        ({"bias": torch.zeros(128)[::2]}, r"gemm: bias has strides \(2,\)"),
+        ({"bias": torch.zeros(1).expand(64)}, r"gemm: bias has strides \(0,\)"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            mxq.gemm(qa, qb, **kwargs)
+    with pytest.raises(ValueError, match=r"gemm: bias must be contiguous float32 of shape \(64,\), got "
+                                         r"torch.float64 \(64,\) with strides \(1,\)"):
+        mxq.gemm(qa, qb, bias=torch.zeros(64, dtype=torch.float64))
+
+
+def test_torch_plain_arguments():
+    x = sample((8, 64))
+    with pytest.raises(TypeError, match=r"quantize: amax=1j; expected a number"):
+        mxq.quantize(x, "fp8_tensor", amax=1j)
+    with pytest.raises(TypeError, match=r"quantize: scale=np.complex64"):
+        mxq.quantize(x, "fp8_tensor", scale=np.complex64(2))
+    with pytest.raises(TypeError, match="quantize: dbias=1; expected a bool"):
+        mxq.quantize(x, "mxfp8", dbias=1)
+    with pytest.raises(ValueError, match=r"quantize: x.strides\[1\]=2 must be 1"):
+        mxq.quantize(torch.ones(4, 128)[:, ::2], "mxfp8")
