@@ -24,8 +24,17 @@
 # The device tool stops a command at 600 s: split a full check over calls with these.
 # Logs go to $OUT (the device tool's folder) or ./gpu-out. Before a device run, run
 # scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
+#   MXQ_PREBUILT=prebuilt.tar.xz ...              the programs scripts/gpu_pack.sh built elsewhere for
+#                                                 this tree (no build here; no Python package tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The hash of everything the build reads (gpu_pack.sh stamps its archive with it): the same on
+# both machines exactly when the trees are. Not through git: the GPU machine's copy of .git lags.
+source_stamp() {
+  find CMakeLists.txt cmake include src tests bench python -type f ! -path '*/__pycache__/*' ! -name '*.pyc' |
+    LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-16
+}
+if [ "${1:-}" = --source-stamp ]; then source_stamp; exit 0; fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 BUILD=${MXQ_GPU_BUILD:-build-gpu}
@@ -43,11 +52,24 @@ note() { echo "$*" | tee -a "$status"; }
 note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)$(git diff --quiet 2>/dev/null || echo +dirty)"
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
 
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-targets="mxq mxq_gpu_tests bench_quantize_gpu"
-[ -n "${MXQ_SKIP_PYTEST:-}" ] || targets+=" _core"
-[ "${MXQ_BENCH:-all}" = quantize ] || targets+=" bench_gemm_gpu bench_jit"
-if cmake --build "$BUILD" -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+if [ -n "${MXQ_PREBUILT:-}" ]; then
+  mkdir -p "$BUILD" && tar -C "$BUILD" -xJf "$MXQ_PREBUILT" || { note "prebuilt: $MXQ_PREBUILT does not unpack"; exit 1; }
+  [ "$(cat "$BUILD/PREBUILT")" = "$(source_stamp)" ] ||
+    { note "prebuilt: built from sources $(cat "$BUILD/PREBUILT"), this tree is $(source_stamp): run scripts/gpu_pack.sh again"; exit 1; }
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  done
+  missing=$(ldd "$BUILD/tests/gpu/mxq_gpu_tests" | grep "not found")
+  [ -z "$missing" ] || { note "prebuilt: libraries not found: $missing"; exit 1; }
+  MXQ_SKIP_PYTEST=1
+  note "build: prebuilt (sources $(cat "$BUILD/PREBUILT"); no Python package tests)"
+else
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
+  targets="mxq mxq_gpu_tests bench_quantize_gpu"
+  [ -n "${MXQ_SKIP_PYTEST:-}" ] || targets+=" _core"
+  [ "${MXQ_BENCH:-all}" = quantize ] || targets+=" bench_gemm_gpu bench_jit"
+  if cmake --build "$BUILD" -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then note "build: ok"; else note "build: FAILED"; grep -E "error" -A5 "$OUT/build.log" | head -60; exit 1; fi
+fi
 
 # The GPU test binary directly (label gpu in ctest; there it reports SKIPPED without a GPU).
 "$BUILD/tests/gpu/mxq_gpu_tests" --gtest_filter="${MXQ_GPU_TEST_FILTER:-*}" >"$OUT/gpu_tests.log" 2>&1
