@@ -233,8 +233,11 @@ TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
   EXPECT_TRUE(act_table_capable(key(FastShape::colblocks, 2, A::swiglu, false)));
   EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::geglu, false)));
   EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::gelu_tanh, true)));
-  EXPECT_FALSE(act_table_capable(key(FastShape::rows, 2, A::swiglu, false)));  // the rows shape inlines silu
-  EXPECT_FALSE(act_table_capable(key(FastShape::rows, 2, A::silu, true)));
+  EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::swiglu, false)));  // the sigmoid ones too
+  EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::silu, true)));
+  EXPECT_TRUE(act_table_capable(key(FastShape::rows, 2, A::qgelu, false)));
+  EXPECT_FALSE(act_table_capable(key(FastShape::rows, 1, A::silu, false)));  // fp16 input
+  EXPECT_FALSE(act_table_capable(key(FastShape::rows, 2, A::srelu, false)));
   EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 2, A::relu, true)));
   EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 2, A::reglu, false)));
   EXPECT_FALSE(act_table_capable(key(FastShape::colblocks, 1, A::gelu, false)));  // fp16 input

@@ -335,7 +335,8 @@ __device__ __forceinline__ void load_raw(RawTile<C>& t, const TileSrc& s) {
 // compile (measured: 9.4 s -> 1.3 s for dgelu+dbias on CI's cores). In the rows shape the sigmoid
 // ones (silu, swiglu's gate, qgelu: ~20 instructions per element) are inlined
 // (activation_inline): the call cost them ~10% (bench/RESULTS.md session 15, mxfp8 swiglu 0.63 ->
-// 0.69 of copy), and the compile stays ~1 s.
+// 0.69 of copy), and the compile stays ~1 s; the single-input kernels that look them up in the
+// bf16 table call them out of line (evaluates_inline).
 struct Row8 {
   float v[8];
 };
@@ -359,9 +360,9 @@ template <num::Activation kAct>
 __device__ __noinline__ Row8 dact_row_outlined(Row8 grad, Row8 a) {
   return dact_row_inline<kAct>(grad, a);
 }
-template <num::Activation kAct, FastShape kShape>
+template <num::Activation kAct, bool kInline>
 __device__ __forceinline__ Row8 act_row(Row8 x) {
-  if constexpr (activation_inline(kAct, kShape)) return act_row_inline<kAct>(x);
+  if constexpr (kInline) return act_row_inline<kAct>(x);
   else return act_row_outlined<kAct>(x);
 }
 
@@ -455,16 +456,16 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
     } else if constexpr (C::kGated) {
       Row8 gate;
       elements<C::kInDType>(t.second[i], gate.v);
-      y = act_row<num::gate_of(C::kAct), C::kShape>(y);
+      y = act_row<num::gate_of(C::kAct), evaluates_inline(C::kKey)>(y);
 #pragma unroll
       for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], gate.v[j]);
     } else if constexpr (C::kDact) {
       Row8 a;
       elements<C::kInDType>(t.second[i], a.v);
-      if constexpr (activation_inline(C::kAct, C::kShape)) y = dact_row_inline<C::kAct>(y, a);
+      if constexpr (evaluates_inline(C::kKey)) y = dact_row_inline<C::kAct>(y, a);
       else y = dact_row_outlined<C::kAct>(y, a);
     } else {
-      y = act_row<C::kAct, C::kShape>(y);
+      y = act_row<C::kAct, evaluates_inline(C::kKey)>(y);
     }
     const bool live = i < n;
 #pragma unroll

@@ -52,15 +52,24 @@ constexpr bool activation_inline(num::Activation a, FastShape shape) {
 }
 constexpr bool fused_activation_inline(const FastKey& k) { return activation_inline(fused_function(k), k.shape); }
 // Whether a fused kernel may look that function up in a bf16 table (num::Bf16Table) instead of
-// evaluating it: bf16 input and a function that costs more than the lookup's ~8 instructions
-// (not relu or srelu, or their derivatives), except the sigmoid ones the rows shape inlines
-// (silu, qgelu, swiglu's gate): there the table gained 2-7% over the same kernel evaluating them
-// (session 17) but measured below the kernel without table code (session 15), so those keep the
-// plain evaluation. The launcher decides per call (act_table_pays).
+// evaluating it: bf16 input and a function that costs more than the lookup's ~7 instructions per
+// value (not relu or srelu, or their derivatives). The sigmoid ones (silu, qgelu, swiglu's gate,
+// ~20 instructions evaluated) take it too since the lookup indexes two values at once
+// (Bf16Table::pair_offsets); before that (~12 per value) the table measured no faster for them
+// (sessions 15 and 17). The launcher decides per call (act_table_pays).
 constexpr bool act_table_capable(const FastKey& k) {
   const num::Activation f = fused_function(k);
   return k.dtype == 2 && transforms(k) && f != num::Activation::none && f != num::Activation::relu &&
-         f != num::Activation::srelu && !(k.shape == FastShape::rows && activation_inline(f, k.shape));
+         f != num::Activation::srelu;
+}
+// Whether the kernel evaluates its function inline where it does not look it up
+// (activation_inline), except the single-input ones that have the table: their evaluated path
+// runs only for calls too small for the table (act_table_pays), and out of line (8 values per
+// call, as gelu's) it keeps the JIT's cold compile of 1x128 silu near 0.6 s instead of 0.8 (this
+// machine). The two-input kernels keep it inline: out of line they need 128 registers (fast_geometry).
+constexpr bool evaluates_inline(const FastKey& k) {
+  const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
+  return fused_activation_inline(k) && (two_inputs || !act_table_capable(k));
 }
 // The dtype the tile quantizes.
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
@@ -156,7 +165,7 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // dbias alone included (232 bytes of spills at 80), takes 128.
   g.max_regs = [&] {
     if (rows && !k.fuse) return 64;
-    if (rows && half_tile) return !two_inputs ? 64 : fused_activation_inline(k) ? 80 : 128;
+    if (rows && half_tile) return !two_inputs ? 64 : evaluates_inline(k) ? 80 : 128;
     if (rows) return two_inputs ? 128 : transforms(k) ? 96 : 80;
     if (dtype == 0 || k.fuse) return 128;
     return k.elem != num::ElemFormat::e2m1 ? 80 : colblocks ? 168 : 128;
