@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> warm_recipes;
   int warm_arch = 0, warm_threads = 0;
   cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
-  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..] for the GEMM kernel specialised on N and K (both tile heights without block_m) (default: every quantize preset and option)");
+  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..][,kind=1d1d] for the GEMM kernel specialised on N and K (both tile heights without block_m; kind: the recipe, 1d2d by default) (default: every quantize preset and option)");
   cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
   cache->add_option("--threads", warm_threads, "warmup: compiler threads (default: one per core)");
   cache->add_flag("--json", as_json, "machine-readable output");

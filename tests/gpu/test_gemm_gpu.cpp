@@ -138,6 +138,15 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "specialised N=300 K=1120"},
                         Case{tma, blk, 300, 136, 48, Backend::cuda_jit, "specialised N=136 K=48"},
                         Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "jit wgmma 256x128", 256},
+                        // 1D1D on the wgmma kernel (B's scale per tile column at each promotion):
+                        // the same tails, split-K clusters, 256-row tiles, the JIT
+                        Case{tma, tma, 257, 300, 1120, Backend::cuda_aot, "split-K over a cluster of 2"},
+                        Case{tma, tma, 129, 300, 4096, Backend::cuda_aot, "split-K over a cluster of 4"},
+                        Case{tma, tma, 2100, 2200, 608, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, tma, 300, 136, 48, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, tma, 2100, 2200, 512, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, tma, 257, 300, 1120, Backend::cuda_jit, "specialised N=300 K=1120"},
+                        Case{tma, tma, 300, 136, 48, Backend::cuda_jit, "jit wgmma 256x128", 256},
                         Case{row, blk, 129, 200, 1024, Backend::cuda_aot, "generic"},
                         Case{packed, blk, 7, 130, 896, Backend::cuda_aot, "decode"},
                         Case{row, row, 64, 200, 1024, Backend::cuda_aot, "decode"},
@@ -161,7 +170,8 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));
     // Row r's values times 2^((r / group) % spread): every block's codes stay those of the
     // unscaled integers (the block scale takes the power of two), so the sums stay exact, but a
-    // scale read from the wrong row (A: 64-row blocks, B: 128-row blocks) gives a wrong integer.
+    // scale read from the wrong row (1 x 128 scales: every row its own; B's 128 x 128 blocks: 128
+    // rows) gives a wrong integer.
     auto ints = [&](int64_t rows, int64_t group, int spread) {
       std::vector<float> v(size_t(rows * c.k));
       for (int64_t r = 0; r < rows; ++r) {
@@ -171,7 +181,8 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
       }
       return v;
     };
-    Input xa(c.m, c.k, ints(c.m, 64, 3)), xb(c.n, c.k, ints(c.n, 128, 2));
+    const bool b_blocks = std::string(c.rb) == blk;  // 128 x 128 scales, else 1 x 128
+    Input xa(c.m, c.k, ints(c.m, 1, 3)), xb(c.n, c.k, b_blocks ? ints(c.n, 128, 2) : ints(c.n, 1, 3));
     QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
     for (int pk : {32, 64, 128}) {  // every promotion interval of the wgmma kernel is exact here
       std::string ran;
@@ -303,6 +314,9 @@ TEST(GpuGemm, RandomAgainstReference) {
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 1, 2112, 1536},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 129, 300, 1000},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:layout=mn_major_tma", 256, 384, 512},
+                        // 1D1D (weight gradient) on the wgmma kernel: several tiles, tails in N and K
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:layout=mn_major_tma", 1000, 700,
+                             4160},
                         Case{"fp8_block_1x128", "fp8_block_128x128", 7, 96, 640},
                         // the wgmma decode kernel (9..32 rows): K over a cluster of 8, and 1D1D
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 16, 2112, 7168},
@@ -448,10 +462,13 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
                         Case{1024, 2112, 512, Backend::cuda_aot, 32,
                              "wgmma 256x128 TMA warp-specialized, promote-k 32"},
                         Case{1024, 2112, 512, Backend::cuda_jit, 32, "promote-k 32, specialised N=2112 K=512"},
+                        // 1D1D on the wgmma kernel: B's scales through their own tensor map
+                        Case{1024, 2112, 512, Backend::cuda_aot, 128,
+                             "wgmma 256x128 TMA warp-specialized, promote-k 128", "fp8_block_1x128:layout=mn_major_tma"},
                         Case{129, 300, 1000, Backend::cuda_aot, 32, "generic"}}) {
     const std::string where =
         std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " B " + c.b_recipe;
-    const bool d1d1 = std::string(c.b_recipe) == "fp8_block_1x128";
+    const bool d1d1 = std::string(c.b_recipe).rfind("fp8_block_1x128", 0) == 0;
     const GemmPlan plan = plan_gemm(c.m, c.n, c.k, d1d1 ? GemmKind::d1d1 : GemmKind::d1d2, DType::float32, arch,
                                     c.promote_k);
     ASSERT_TRUE(plan.early_launch) << where << ": " << to_string(plan);

@@ -226,8 +226,12 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
   // auto: our decode kernels up to kDecodeAutoMaxM rows and our wgmma kernel above kDecodeMaxM;
-  // cuBLASLt first in between (faster there; ours are more accurate), ours where it cannot run
-  const bool auto_ours = (wgmma && a.rows > gemm_config::kDecodeMaxM) || (decode && a.rows <= gemm_config::kDecodeAutoMaxM);
+  // cuBLASLt first in between (faster there; ours are more accurate), ours where it cannot run.
+  // 1D1D keeps cuBLASLt first above kDecodeMaxM too: the wgmma kernel's 1D1D instance (a scale per
+  // tile column, 64 more multiplies per promotion) has not been timed against it yet.
+  const bool d1d2 = b.recipe.block_rows == 128;
+  const bool auto_ours =
+      (wgmma && d1d2 && a.rows > gemm_config::kDecodeMaxM) || (decode && a.rows <= gemm_config::kDecodeAutoMaxM);
   if (be == Backend::cublaslt || (be == Backend::automatic && !auto_ours)) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
@@ -244,7 +248,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (tile rows, promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split);
+    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split, p.b.block_rows == 1);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
@@ -253,7 +257,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     else if (dev >= 64) why = "the JIT's GEMM cache keys devices 0..63 (device " + std::to_string(dev) + ")";
     else why = jit::gemm_key_problem(key);  // N or K of 2^24 or more
     if (why.empty()) {
-      CUtensorMap maps[4];
+      CUtensorMap maps[gemm_config::kWgmmaMaps];
       unsigned grid = 0;
       if (!cuda::gemm_wgmma_setup(p, ad.sms, block_m, split, maps, grid))
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
