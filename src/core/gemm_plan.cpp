@@ -68,7 +68,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       p.path = "swap-ab";
       p.why = "M=" + std::to_string(m) + " <= " +
               (m <= kDecodePreferMaxM ? std::to_string(kDecodePreferMaxM)
-                                      : std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or no wgmma kernel for this kind)") +
+                                      : std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or the wgmma kernel cannot take the operands)") +
               " and K % 128 == 0: ";
       if (decode_use_mma(m, k)) {  // decode_mma.cu: 16 weight rows per warp, warps split K inside the CTA
         p.why += "the weights are mma.sync's 16-row operand";
@@ -134,7 +134,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
 }
 
 std::string to_string(const GemmPlan& p) {
-  char buf[640];  // the longest `why` is about 320 characters
+  char buf[768];  // the longest `why` is about 370 characters
   std::snprintf(buf, sizeof buf,
                 "%s: block %dx%dx%d, %d stages, cluster %d, split-k %d, %lld tiles, %d CTAs per SM, %lld waves (last "
                 "%.0f%%), %lld bytes of shared memory, %s; %s",

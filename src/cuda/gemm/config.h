@@ -46,7 +46,8 @@ struct WgmmaTile {
   static constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA + kTileScaleB;
   // the shared-memory carve-up (wgmma.cuh): swizzled tiles on 1024 bytes, TMA'd scales on 128
   // (A's scales follow the 1024-byte aligned epilogue blocks, B1D's B scales A's)
-  static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kTileScaleA % 128 == 0, "carve-up alignment");
+  static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kTileScaleA % 128 == 0 && kTileScaleB % 128 == 0,
+                "carve-up alignment");
   static constexpr int64_t kSmemBytes =
       int64_t(kStages) * (kStageBytes + 4) + kWgmmaConsumers * kOutBuffers * kWgmmaOutBytes + 2 * kStages * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
@@ -96,7 +97,7 @@ constexpr int kDecodeMaxM = 64;
 // Up to kDecodePreferMaxM rows the decode kernel takes every call it can; above, only where its
 // tiles fit one wave (decode_one_wave; H200, bench/RESULTS.md session 10: 64x24576x1536 and
 // 64x32768x512 ran 1.4-1.7x longer than on the tma-wgmma kernel, every one-wave shape shorter),
-// and the calls the tma-wgmma kernel cannot take (1D1D, other scale layouts).
+// and the calls the tma-wgmma kernel cannot take (other scale layouts, unaligned operands).
 constexpr int kDecodePreferMaxM = 32;
 // ... except at promote-k 128 for short K, where the wgmma kernel (split-K clusters where its tiles
 // are few) was faster: from 33 rows at K <= 2048 (H200, bench/RESULTS.md session 19, run 3, us

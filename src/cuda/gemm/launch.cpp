@@ -153,9 +153,9 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
 #endif
 
 // What last_dispatch().kernel says of the TMA + wgmma kernel (the JIT's adds its specialisation).
-std::string wgmma_kernel_text(int block_m, int promote_k, int split) {
+std::string wgmma_kernel_text(int block_m, int promote_k, int split, bool b1d) {
   return "wgmma " + std::to_string(block_m) + "x128 TMA warp-specialized, promote-k " + std::to_string(promote_k) +
-         (split > 1 ? ", split-K over a cluster of " + std::to_string(split) : "");
+         (split > 1 ? ", split-K over a cluster of " + std::to_string(split) : "") + (b1d ? ", 1D1D" : "");
 }
 
 }  // namespace
@@ -263,7 +263,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
       jit::launch_gemm(key, dev, grid, maps, p, stream);  // compiles or loads first: a failure enqueues none
       record_dispatch("gemm", Backend::cuda_jit,
-                      wgmma_kernel_text(block_m, call.promote_k, split) + ", specialised N=" + std::to_string(p.n) +
+                      wgmma_kernel_text(block_m, call.promote_k, split, !d1d2) + ", specialised N=" + std::to_string(p.n) +
                           " K=" + std::to_string(p.k));
       return;
     }
@@ -272,7 +272,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   if (wgmma) {
     cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, call.promote_k / 32, block_m, split, stream),
                      "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, call.promote_k, split));
+    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, call.promote_k, split, !d1d2));
     return;
   }
   if (decode) {

@@ -1,9 +1,11 @@
 // The tensor-core GEMM for Hopper (sm_90a): D[M, N] = alpha * A . B^T (+ C) (+ bias) with A's
-// 1 x 128 scales (fp32, layout mn_major_tma) and B's 128 x 128 scales (fp32, any layout).
+// 1 x 128 scales (fp32, layout mn_major_tma) and B's 128 x 128 scales (any layout and format), or
+// (1D1D) B's 1 x 128 scales (fp32, layout mn_major_tma).
 //
 // Warp-specialised and persistent (split-K kernels: one tile per cluster; wgmma.cuh), after the
-// structure DeepGEMM describes for its sm90 FP8 GEMM: one producer warpgroup (a single thread issues TMA copies of A, B and A's scales into
-// a ring of shared-memory stages guarded by "full" and "empty" mbarriers) and two consumer
+// structure DeepGEMM describes for its sm90 FP8 GEMM: one producer warpgroup (a single thread
+// issues TMA copies of A, B and A's scales, and 1D1D's B scales, into a ring of shared-memory
+// stages guarded by "full" and "empty" mbarriers) and two consumer
 // warpgroups, each taking half the rows of a 128 x 128 or 256 x 128 output tile as blocks of 64
 // (wgmma m64n128k32). setmaxnreg moves registers from the producer to the consumers.
 //
@@ -68,7 +70,7 @@ cudaError_t launch_variant(const GemmParams& p, int device, int sms, int group, 
 
 // A 1 x 128 operand's fp32 scales in layout mn_major_tma ([kb][align(mn, 4)]) for TMA: boxes of
 // `rows` scales of one K block.
-bool make_scale_map(CUtensorMap& map, const GemmOperand& o, int64_t mn, int64_t k, uint32_t rows) {
+static bool make_scale_map(CUtensorMap& map, const GemmOperand& o, int64_t mn, int64_t k, uint32_t rows) {
   const int64_t stride = num::scale_offset(o.geom, 0, 1);  // one K block's (padded) scales
   return make_map(map, o.scales, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ceil_div(k, kBK), mn, stride, rows, 1,
                   CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -105,7 +107,7 @@ bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, int split, CUtensorMa
 // A 1 x 128 operand's scales that the kernel's TMA reads: fp32 in mn_major_tma, 16-byte aligned.
 // (UE8M0 scales for A would be decoded by the consumers while their MMAs run: the instructions and
 // registers that took made ptxas serialise the 128-row, promote-k 32 kernel's wgmmas, C7511.)
-bool tma_scales(const GemmOperand& o) {
+static bool tma_scales(const GemmOperand& o) {
   return o.block_rows == 1 && aligned16(o.scales) && o.fp32_scales && o.geom.layout == num::ScaleLayout::mn_major_tma;
 }
 

@@ -26,8 +26,9 @@ struct Regs {
   static_assert(128 * kProducer + 256 * kConsumer <= 168 * 384, "within the CTA's registers");
 };
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
-// blocks (1024-byte aligned for the TMA store's swizzle), A's scales (TMA: 16-byte aligned), the
-// mbarriers (8), B's scales (WgmmaTile asserts its tiles' alignment).
+// blocks (1024-byte aligned for the TMA store's swizzle), A's scales (TMA: 128-byte aligned), for
+// 1D1D B's scales (TMA, after A's: 128-byte aligned), the mbarriers (8), for 1D2D B's one scale
+// per stage (WgmmaTile asserts the alignments).
 static_assert(kOutBytes % 1024 == 0, "shared-memory carve-up alignment: the epilogue blocks' TMA swizzle");
 
 using num::ceil_div;
@@ -418,7 +419,8 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       if constexpr (kBlocks == 1) {
         // The block's runs alternate between two sets of run accumulators: run g is issued, then
         // run g - 1 (complete after wait<1>) is promoted while g is in flight; the last run is
-        // promoted once the stage is released. A run's accumulators are rewritten only after
+        // promoted once the stage is released (1D1D: before, its promotion reads the stage's B
+        // scales). A run's accumulators are rewritten only after
         // their promotion, behind a wgmma fence (run 1's were last touched before run 0's).
         float part0[64], part1[64];
         wgmma_fence();

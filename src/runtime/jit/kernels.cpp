@@ -247,6 +247,9 @@ void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMa
   if ((key.n && key.n != p.n) || (key.k && key.k != p.k))
     fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call of N=" + std::to_string(p.n) +
                                   " K=" + std::to_string(p.k));
+  if (key.b1d != (p.b.block_rows == 1))
+    fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call whose B has " +
+                                  std::to_string(p.b.block_rows) + "-row scale blocks");
   const Loaded& k = gemm_loaded(key, device);
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid;
@@ -263,9 +266,6 @@ void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMa
   attr[1].value.clusterDim.y = attr[1].value.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = key.split > 1 ? 2 : 1;
-  if (key.b1d != (p.b.block_rows == 1))
-    fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call whose B has " +
-                                  std::to_string(p.b.block_rows) + "-row scale blocks");
   CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2], md = maps[3], msb = maps[4];
   cuda::GemmParams params = p;
   void* args[] = {&ma, &mb, &msa, &md, &msb, &params};
