@@ -56,10 +56,12 @@ struct DequantizeOptions {
 };
 
 // Quantizes x (fp32, fp16 or bf16; any row stride) into `out`, whose buffers plan() sized.
-// Validates everything before the first write.
+// Validates everything before the first write; outputs (dbias included) that overlap each other
+// or an input are an error (inputs may share a buffer).
 void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& options = {});
 
-// Decodes q into y (fp32, fp16 or bf16) of q's shape (columnwise transposed: the transpose).
+// Decodes q into y (fp32, fp16 or bf16) of q's shape (columnwise transposed: the transpose); y
+// may not overlap q's buffers.
 void dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& options = {});
 
 // ---- Backend selection (precedence: per-call option > set_default_backend > MXQ_BACKEND).
@@ -115,7 +117,8 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 //   1D2D (inference, forward): A fp8_block_1x128, B fp8_block_128x128 (DeepGEMM fp8_gemm_nt);
 //   1D1D (weight gradient):    A and B fp8_block_1x128;
 // fp32 or UE8M0 (pow2) scales, in any layout quantize() writes. D is float32 or bfloat16; C
-// (optional) is float32 [M, N] and may be D itself (accumulate); bias is float32 [N].
+// (optional) is float32 [M, N] and may be D itself (accumulate); bias is float32 [N]. D may
+// overlap nothing else (A, B, their scales, bias, or C other than exactly D): an error.
 // The cpu backend (the reference) computes each output in fp64 from the exact products
 // code * scale and rounds once. On CUDA tensors, auto and cublaslt run cuBLASLt's block-scaled
 // FP8 GEMM (CUDA >= 12.9) when it takes the call: fp32 scales, A's in layout mn_major_tma with

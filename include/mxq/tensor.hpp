@@ -21,6 +21,15 @@ struct Device {
 };
 
 inline constexpr int kMaxDims = 6;
+// The most elements a tensor may have, and the largest extent of any of its dimensions: 2^48
+// (far beyond any device's memory), so that element and byte counts never overflow int64. A
+// larger shape is an invalid_argument error naming it.
+inline constexpr int64_t kMaxElements = int64_t(1) << 48;
+// Whether a x b elements (a, b >= 0, each a dimension or a product of them) stay within the limit,
+// without computing an overflowing product: every size check of the library is this one.
+constexpr bool fits_elements(int64_t a, int64_t b) {
+  return a >= 0 && b >= 0 && a <= kMaxElements && b <= kMaxElements && (a == 0 || b <= kMaxElements / a);
+}
 
 // A strided view. Strides are in elements (FP4: logical elements, and the innermost stride
 // must be 1). Leading dimensions that collapse to one row stride are treated as rows.

@@ -219,11 +219,6 @@ def _framework(x, op: str, arg: str):
                     f"{type(x).__name__}; other DLPack producers: pass torch.from_dlpack(obj) or np.from_dlpack(obj)")
 
 
-def _compiling() -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
-
-
 # ---- quantize / dequantize ------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -286,7 +281,8 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
     "qgelu", "srelu"; gated "swiglu", "geglu", "reglu" read the last dimension as [a | b] and
     halve it) quantizes act(x); with ``act_input`` (same shape) x is the gradient and
     x * act'(act_input) is quantized; ``dbias=True`` also returns the float32 column sums of the
-    quantized values in ``q.dbias``; ``noop`` non-zero makes the call write nothing.
+    quantized values in ``q.dbias``; ``noop`` non-zero makes the call write nothing (the new
+    outputs, allocated zeroed whenever ``noop`` is given, then hold zeros).
 
     Raises TypeError for an unsupported array type or dtype, ValueError for an invalid recipe,
     shape or option (with the C++ message), UnsupportedError for a request this build or backend
@@ -297,10 +293,12 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
         raise TypeError(f"quantize: backend must be a str, got {type(backend).__name__}")
     if not isinstance(activation, str):
         raise TypeError(f"quantize: activation must be a str, got {type(activation).__name__}")
+    if not isinstance(dbias, (bool, np.bool_)):
+        raise TypeError(f"quantize: dbias={dbias!r}; expected a bool")
     fw = _framework(x, "quantize", "x")
     if fw.name == "torch":
-        canonical = text if _compiling() else _core.recipe_name(text)
-        return _load_torch().quantize(x, text, canonical, amax, scale, backend, activation, act_input, dbias, noop,
+        tq = _load_torch()
+        return tq.quantize(x, text, tq.canonical_recipe(text), amax, scale, backend, activation, act_input, dbias, noop,
                                       _make_quantized)
     bufs = _ops.quantize_into(fw, x, text, amax, scale, backend, activation, act_input, dbias, noop)
     return _make_quantized(_core.recipe_name(text), tuple(int(s) for s in x.shape), activation, bufs)
@@ -334,6 +332,10 @@ def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False,
     colform=same."""
     fw = _quantized_framework(q, "dequantize")
     name = _dtype_name(dtype, "dequantize")
+    if not isinstance(backend, str):
+        raise TypeError(f"dequantize: backend must be a str, got {type(backend).__name__}")
+    if not isinstance(columnwise, (bool, np.bool_)):
+        raise TypeError(f"dequantize: columnwise={columnwise!r}; expected a bool")
     if fw.name == "torch":
         y = _load_torch().dequantize(q, name, columnwise, backend)
     else:
@@ -359,15 +361,26 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
             raise TypeError(f"gemm: {name}={value!r}; expected an int "
                             f"({'0, 32, 64 or 128' if name == 'promote_k' else '0, 128 or 256'})")
+    if isinstance(alpha, (bool, str)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"gemm: alpha={alpha!r}; expected a real number")
+    if not isinstance(backend, str):
+        raise TypeError(f"gemm: backend must be a str, got {type(backend).__name__}")
+    out_dtype = _dtype_name(out_dtype, "gemm")  # "float32", "bfloat16", or their numpy / torch types
     fa = _quantized_framework(a, "gemm")
     fb = _quantized_framework(b, "gemm")
     if fa is not fb:
         raise TypeError(f"gemm: a holds {fa.name} arrays and b {fb.name} arrays; expected one library")
+    for name, q in (("a", a), ("b", b)):
+        if q.data is None or q.scales is None:
+            raise ValueError(f"gemm: {name}.recipe={q.recipe} has no rowwise data and scales; expected "
+                             "fp8_block_1x128 (or fp8_block_128x128 for b) quantized rowwise (K-major)")
     if fa.name == "torch":
         return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m)
     if fa.name == "numpy":
-        c = None if c is None else np.ascontiguousarray(np.asarray(c, dtype=np.float32))
-        bias = None if bias is None else np.ascontiguousarray(np.asarray(bias, dtype=np.float32)).reshape(-1)
+        # c and bias are read, never written: a strided array is copied; nothing else is converted
+        # (a float64 bias, or a (2, N/2) one reshaped to (N,), would be silently something else)
+        c = None if c is None else np.ascontiguousarray(c) if isinstance(c, np.ndarray) else c
+        bias = None if bias is None else np.ascontiguousarray(bias) if isinstance(bias, np.ndarray) else bias
     return _ops.gemm_into(fa, a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
                           b.scales, alpha, c, bias, out_dtype, backend, promote_k, block_m=block_m)
 

@@ -22,12 +22,14 @@ class Framework:
     def accepts(self, x) -> bool: raise NotImplementedError
     def device(self, x, op: str, arg: str): raise NotImplementedError
     def describe(self, x, op: str, arg: str, meta: bool = False): raise NotImplementedError
-    def empty(self, spec, device): raise NotImplementedError  # a plan buffer, in spec.view's shape and strides
+    # A plan buffer, in spec.view's shape and strides; zero: its whole storage zeroed.
+    def empty(self, spec, device, zero: bool = False): raise NotImplementedError
     def dense(self, shape, dtype: str, device): raise NotImplementedError
     def zeros_f32(self, n: int, device): raise NotImplementedError
     def scalar(self, v, device, op: str, name: str): raise NotImplementedError  # None, or one float32 on device
     def address(self, a) -> int: raise NotImplementedError
     def capacity(self, a) -> int: raise NotImplementedError  # bytes from a's first element to its storage's end
+    def nbytes(self, a) -> int: raise NotImplementedError  # bytes of a's own elements
     def dtype_name(self, a) -> str: raise NotImplementedError
     def strides(self, a): raise NotImplementedError  # in elements
     def is_contiguous(self, a) -> bool: raise NotImplementedError
@@ -82,10 +84,10 @@ class NumpyFramework(Framework):
                              f"{x.itemsize}")
         return (self.address(x), self.dtype_name(x), [int(s) for s in x.shape], list(self.strides(x)), (0, 0))
 
-    def empty(self, spec, device):
+    def empty(self, spec, device, zero=False):
         dt = self._dtypes[spec.dtype]
         rows, cols, rs, cs = spec.view
-        storage = np.empty(spec.bytes, dtype=np.uint8)
+        storage = (np.zeros if zero else np.empty)(spec.bytes, dtype=np.uint8)
         return np.ndarray((rows, cols), dtype=dt, buffer=storage, strides=(rs * dt.itemsize, cs * dt.itemsize))
 
     def dense(self, shape, dtype, device):
@@ -97,6 +99,8 @@ class NumpyFramework(Framework):
     def scalar(self, v, device, op, name):
         if v is None:
             return None
+        if isinstance(v, (str, bytes)) or (isinstance(v, np.ndarray) and v.dtype.kind not in "biuf"):
+            raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
         a = np.ascontiguousarray(np.asarray(v, dtype=np.float32)).reshape(-1)
         if a.size != 1:
             raise ValueError(f"{op}: {name} must be one float32 value, got {a.size} values")
@@ -110,6 +114,9 @@ class NumpyFramework(Framework):
         while isinstance(base.base, np.ndarray):
             base = base.base
         return self.address(base) + base.nbytes - self.address(a)
+
+    def nbytes(self, a) -> int:
+        return int(a.nbytes)
 
     def strides(self, a):
         return tuple(s // a.itemsize for s in a.strides)
@@ -142,11 +149,11 @@ class CupyFramework(Framework):
     def _dtype(self, name):
         return {"float32": "float32", "float16": "float16", "int32": "int32"}.get(name, "uint8")
 
-    def empty(self, spec, device):
+    def empty(self, spec, device, zero=False):
         cp = self._cp
         rows, cols, rs, cs = spec.view
         with cp.cuda.Device(device[1]):
-            storage = cp.empty(spec.bytes, dtype=cp.uint8).view(self._dtype(spec.dtype))
+            storage = (cp.zeros if zero else cp.empty)(spec.bytes, dtype=cp.uint8).view(self._dtype(spec.dtype))
         n = storage.itemsize
         return cp.lib.stride_tricks.as_strided(storage, (rows, cols), (rs * n, cs * n))
 
@@ -174,6 +181,9 @@ class CupyFramework(Framework):
 
     def capacity(self, a) -> int:
         return int(a.data.mem.size) - (int(a.data.ptr) - int(a.data.mem.ptr))
+
+    def nbytes(self, a) -> int:
+        return int(a.nbytes)
 
     def dtype_name(self, a) -> str:
         return {"float32": "float32", "float16": "float16", "int32": "int32", "uint8": "uint8"}.get(str(a.dtype),

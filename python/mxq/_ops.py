@@ -73,7 +73,9 @@ def plan_layout(text: str, rows: int, cols: int, op: str) -> Layout:
 
 def buffer_arg(fw, a, spec: Optional[BufferSpec], name: str, op: str, device):
     """(address, capacity in bytes) of a quantized buffer, or (0, 0) when absent. It must be
-    contiguous or exactly the plan's view of its buffer (the MN-major scale views)."""
+    contiguous, and then holds its own elements only (a slice of a larger array is its slice, never
+    the array behind it), or exactly the plan's view of its buffer (the MN-major scale views, whose
+    padding lies beyond the view: their capacity runs to the storage's end)."""
     if a is None:
         return (0, 0)
     if not fw.accepts(a):
@@ -86,10 +88,14 @@ def buffer_arg(fw, a, spec: Optional[BufferSpec], name: str, op: str, device):
         if got not in (spec.dtype, "uint8"):
             raise TypeError(f"{op}: q.{name}.dtype={got} must be {spec.dtype} or uint8 storage")
         view_strides = (spec.view[2], spec.view[3])
-        if not fw.is_contiguous(a) and not (got == spec.dtype and fw.strides(a) == view_strides):
+        plan_view = (got == spec.dtype and tuple(int(s) for s in a.shape) == (spec.view[0], spec.view[1])
+                     and fw.strides(a) == view_strides)
+        if plan_view:
+            return (fw.address(a), fw.capacity(a))
+        if not fw.is_contiguous(a):
             raise ValueError(f"{op}: q.{name} has strides {fw.strides(a)}; expected a contiguous buffer or the "
                              f"layout's view strides {view_strides}")
-    return (fw.address(a), fw.capacity(a))
+    return (fw.address(a), fw.nbytes(a))
 
 
 def quantize_into(fw, x, text: str, amax, scale, backend: str, activation: str, act_input, dbias: bool, noop,
@@ -105,7 +111,9 @@ def quantize_into(fw, x, text: str, amax, scale, backend: str, activation: str, 
     out_shape = out_shape_of(shape, activation)
     rows, cols = math.prod(shape[:-1]), out_shape[-1]
     layout = plan_layout(text, rows, cols, "quantize")
-    out = [None if getattr(layout, b) is None else fw.empty(getattr(layout, b), device) for b in _BUFFERS]
+    # With noop the kernels write nothing: new outputs are then zeros, never uninitialised memory.
+    out = [None if getattr(layout, b) is None else fw.empty(getattr(layout, b), device, zero=noop is not None)
+           for b in _BUFFERS]
     out.append(fw.zeros_f32(cols, device) if dbias else None)
     if out[0] is not None:
         out[0] = out[0].reshape(tuple(out_shape[:-1]) + (out[0].shape[-1],))
@@ -179,8 +187,11 @@ def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str
     for name, t, shape in (("c", c, (m, n)), ("bias", bias, (n,))):
         if t is None:
             continue
-        if not fw.accepts(t) or fw.device(t, "gemm", name) != device:
-            raise TypeError(f"gemm: {name} must be a {fw.name} array on the operands' device")
+        if not fw.accepts(t):
+            raise TypeError(f"gemm: {name} is a {type(t).__module__}.{type(t).__name__}; expected a {fw.name} "
+                            "array like the operands")
+        if fw.device(t, "gemm", name) != device:
+            raise ValueError(f"gemm: {name}.device={fw.device(t, 'gemm', name)}; expected the operands' {device}")
         if fw.dtype_name(t) != "float32" or tuple(t.shape) != shape or not fw.is_contiguous(t):
             raise ValueError(f"gemm: {name} must be contiguous float32 of shape {shape}, got "
                              f"{fw.dtype_name(t)} {tuple(t.shape)}")

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 import torch
 
+from . import _core
 from ._frameworks import Framework, register
 
 _NAMES = {
@@ -49,7 +50,9 @@ class TorchFramework(Framework):
     def describe(self, x, op: str, arg: str, meta: bool = False):
         name = _NAMES.get(x.dtype)
         if name is None:
-            raise TypeError(f"{op}: {arg}.dtype={x.dtype} is not supported")
+            expected = ("torch.float32, torch.float16 or torch.bfloat16" if arg in ("x", "act_input")
+                        else "one of " + ", ".join(str(d) for d in _NAMES))
+            raise TypeError(f"{op}: {arg}.dtype={x.dtype} is not supported; expected {expected}")
         if x.dim() == 0:
             raise ValueError(f"{op}: {arg}.ndim=0; expected a tensor of at least one dimension")
         # meta: a fake tensor (torch.compile), no address; symbolic sizes specialise here, since
@@ -57,11 +60,11 @@ class TorchFramework(Framework):
         return (0 if meta else x.data_ptr(), name, [int(s) for s in x.shape], [int(s) for s in x.stride()],
                 self.device(x, op, arg))
 
-    def empty(self, spec, device):
+    def empty(self, spec, device, zero=False):
         dev = _device(device)
         rows, cols, rs, cs = spec.view
         dt = _DTYPES[spec.dtype]
-        storage = torch.empty(spec.bytes // dt.itemsize, dtype=dt, device=dev)
+        storage = (torch.zeros if zero else torch.empty)(spec.bytes // dt.itemsize, dtype=dt, device=dev)
         return storage.as_strided((rows, cols), (rs, cs))
 
     def dense(self, shape, dtype: str, device):
@@ -78,13 +81,22 @@ class TorchFramework(Framework):
                 raise ValueError(f"{op}: {name} must be one float32 value on the input's device, got "
                                  f"{v.dtype} of shape {tuple(v.shape)} on {v.device}")
             return v
-        return torch.tensor([float(v)], dtype=torch.float32, device=_device(device))
+        try:
+            if isinstance(v, (str, bytes)):
+                raise TypeError
+            f = float(v)
+        except (TypeError, ValueError):
+            raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 tensor on the input's device") from None
+        return torch.tensor([f], dtype=torch.float32, device=_device(device))
 
     def address(self, a) -> int:
         return a.data_ptr()
 
     def capacity(self, a) -> int:
         return a.untyped_storage().nbytes() - a.storage_offset() * a.element_size()
+
+    def nbytes(self, a) -> int:
+        return a.numel() * a.element_size()
 
     def dtype_name(self, a) -> str:
         return _NAMES.get(a.dtype, str(a.dtype))
@@ -172,6 +184,36 @@ def _gemm_fake(a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scal
                           bias, out_dtype, backend, promote_k, run=False, block_m=block_m)
 
 
+def _same_device(t, dev, op: str, name: str, main: str):
+    """t (a tensor argument of a call on `main`'s device `dev`), detached: a torch tensor on that
+    device, else a TypeError / ValueError naming it (a meta tensor among real ones would otherwise
+    send the call to the fake implementation, which returns uninitialised memory)."""
+    if t is None:
+        return None
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{op}: {name} is a {type(t).__module__}.{type(t).__name__}; expected a torch.Tensor "
+                        f"like {main}")
+    if FRAMEWORK.device(t, op, name) != tuple(dev):
+        raise ValueError(f"{op}: {name}.device={t.device}; expected {main}'s device {_device(dev)}")
+    return t.detach()
+
+
+def _flag(v, op: str, name: str) -> bool:
+    if not isinstance(v, (bool, int)):
+        raise TypeError(f"{op}: {name}={v!r}; expected a bool")
+    return bool(v)
+
+
+# Quantization is not differentiable: the ops take their tensors detached, so that their outputs
+# never carry a grad_fn (a Parameter's quantize traces under torch.compile; a backward through
+# them would have no formula).
+@torch.compiler.assume_constant_result
+def canonical_recipe(text: str) -> str:
+    """The parser's canonical name of a recipe; under torch.compile a constant of the trace (the
+    text is one), so q.recipe is the same text compiled or not."""
+    return _core.recipe_name(text)
+
+
 def quantize(x, recipe: str, canonical: str, amax, scale, backend, activation, act_input, dbias, noop, make):
     """The package's quantize for a torch tensor: the custom op, then the QuantizedTensor (both
     trace under torch.compile: nothing here calls into C++)."""
@@ -179,17 +221,33 @@ def quantize(x, recipe: str, canonical: str, amax, scale, backend, activation, a
     amax = FRAMEWORK.scalar(amax, dev, "quantize", "amax")
     scale = FRAMEWORK.scalar(scale, dev, "quantize", "scale")
     noop = FRAMEWORK.scalar(noop, dev, "quantize", "noop")
-    outs = torch.ops.mxq.quantize(x, recipe, amax, scale, activation, act_input, bool(dbias), noop, backend)
+    act_input = _same_device(act_input, dev, "quantize", "act_input", "x")
+    outs = torch.ops.mxq.quantize(x.detach(), recipe, amax, scale, activation, act_input,
+                                  _flag(dbias, "quantize", "dbias"), noop, backend)
     bufs = [None if t.dtype == _ABSENT_DTYPE else t for t in outs]
     return make(canonical, x.shape, activation, bufs)
 
 
+def _buffers(q, op: str, prefix: str):
+    first = next(t for t in (q.data, q.scales, q.col_data, q.col_scales, q.global_scale, q.amax) if t is not None)
+    dev = FRAMEWORK.device(first, op, prefix + "data")
+    return dev, [_same_device(getattr(q, n), dev, op, prefix + n, prefix + "data")
+                 for n in ("data", "scales", "col_data", "col_scales", "global_scale", "amax")]
+
+
 def dequantize(q, dtype: str, columnwise: bool, backend: str):
-    return torch.ops.mxq.dequantize(q.recipe, q.rows, q.cols, q.data, q.scales, q.col_data, q.col_scales,
-                                    q.global_scale, q.amax, dtype, bool(columnwise), backend)
+    _, bufs = _buffers(q, "dequantize", "q.")
+    return torch.ops.mxq.dequantize(q.recipe, q.rows, q.cols, *bufs, dtype,
+                                    _flag(columnwise, "dequantize", "columnwise"), backend)
 
 
 def gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m=0):
-    return torch.ops.mxq.gemm(a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
-                              b.scales, float(alpha), c, bias, out_dtype, backend, int(promote_k), int(block_m))
+    dev, abufs = _buffers(a, "gemm", "a.")
+    bdev, bbufs = _buffers(b, "gemm", "b.")
+    if bdev != dev:
+        raise ValueError(f"gemm: b is on {_device(bdev)}, a on {_device(dev)}; expected one device")
+    c = _same_device(c, dev, "gemm", "c", "a")
+    bias = _same_device(bias, dev, "gemm", "bias", "a")
+    return torch.ops.mxq.gemm(a.recipe, a.rows, a.cols, abufs[0], abufs[1], b.recipe, b.rows, b.cols, bbufs[0],
+                              bbufs[1], float(alpha), c, bias, out_dtype, backend, int(promote_k), int(block_m))
 

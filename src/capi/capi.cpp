@@ -131,12 +131,19 @@ TensorView view_of(const DLTensor* t, const std::string& arg) {
   TensorView v;
   v.dtype = dtype_of(t->dtype, arg + ".dtype");
   v.device = device_of(t->device, arg + ".device");
+  if (t->data && t->byte_offset > UINTPTR_MAX - reinterpret_cast<uintptr_t>(t->data))
+    fail_arg(arg + ".byte_offset=" + to_string(t->byte_offset) + " wraps the address space past data=" +
+             ptr_str(t->data) + "; expected an offset into the buffer");
   v.data = t->data ? static_cast<char*>(t->data) + t->byte_offset : nullptr;
   v.ndim = t->ndim;
   int64_t contiguous = 1;
   for (int i = t->ndim - 1; i >= 0; --i) {
     v.shape[i] = t->shape[i];
     v.strides[i] = t->strides ? t->strides[i] : contiguous;
+    if (t->shape[i] < 0) fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(t->shape[i]) + " is negative");
+    if (!fits_elements(t->shape[i], contiguous))
+      fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(t->shape[i]) +
+               " makes the tensor too large; expected at most 2^48 elements (mxq::kMaxElements)");
     contiguous *= t->shape[i];
   }
   return v;
@@ -162,6 +169,9 @@ Buffer buffer_of(const DLTensor* t, const std::string& arg, DType planned, const
   int64_t contiguous = 1;
   for (int i = v.ndim - 1; i >= 0; --i) {
     if (v.shape[i] < 0) fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(v.shape[i]) + " is negative");
+    if (!fits_elements(v.shape[i], contiguous))
+      fail_arg(arg + ".shape[" + to_string(i) + "]=" + to_string(v.shape[i]) +
+               " makes the buffer too large; expected at most 2^48 elements (mxq::kMaxElements)");
     if (v.shape[i] != 1 && v.strides[i] != contiguous)
       fail_arg(arg + ".strides[" + to_string(i) + "]=" + to_string(v.strides[i]) + " must be " + to_string(contiguous) +
                " (quantized buffers are contiguous)");

@@ -1,8 +1,10 @@
 #include "cli/bench_gemm.hpp"
 
+#include <cerrno>
 #include <cstdio>
 
 #include "cli/host_tensor.hpp"
+#include "mxq/gemm_plan.hpp"
 #include "mxq/mxq.hpp"
 #include "mxq/numerics/formats.h"
 #include "runtime/memory.hpp"
@@ -23,9 +25,12 @@ std::array<int64_t, 3> parse_gemm_shape(const std::string& text) {
   std::array<int64_t, 3> v{};
   char tail = 0;
   long long m = 0, n = 0, k = 0;
-  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
+  errno = 0;
+  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || errno == ERANGE || m < 1 || n < 1 ||
+      k < 1)
     fail_arg("gemm shape '" + text + "' is not MxNxK with positive M, N and K (e.g. 4096x7168x7168)");
   v = {m, n, k};
+  plan_gemm(m, n, k, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(132));  // the size limits, by name
   return v;
 }
 

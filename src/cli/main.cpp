@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_gemm.hpp"
@@ -113,6 +114,9 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
 
 int run_cache(const std::string& action, const std::vector<std::string>& recipes, int arch, int threads,
               bool as_json) {
+  if (action != "warmup" && !recipes.empty())
+    throw mxq::Error(mxq::ErrorCode::invalid_argument, "cache " + action + " takes no recipes, got '" + recipes[0] +
+                                                           "'; recipes are for cache warmup");
   if (action == "ls") {
     const auto c = mxq::jit_cache_info();
     if (as_json) {
@@ -182,7 +186,8 @@ int main(int argc, char** argv) {
   cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
   cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..][,kind=1d1d] for the GEMM kernel specialised on N and K (both tile heights without block_m; kind: the recipe, 1d2d by default) (default: every quantize preset and option)");
   cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
-  cache->add_option("--threads", warm_threads, "warmup: compiler threads (default: one per core)");
+  cache->add_option("--threads", warm_threads, "warmup: compiler threads (default 0: one per core)")
+      ->check(CLI::Range(0, 4096));
   cache->add_flag("--json", as_json, "machine-readable output");
 
   auto* gplan = app.add_subcommand("gemm-plan", "how the Hopper FP8 GEMM will run a shape (path, tiles, stages)");
@@ -207,11 +212,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> bshapes;
   std::string bbackends = "cublaslt,cuda-aot";
   bgemm->add_option("shapes", bshapes, "MxNxK shapes (default: issue 6's DeepSeek V3 shapes and 8192^3)");
-  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), auto");
+  bgemm->add_option("--backends", bbackends, "comma-separated: cublaslt, cuda-aot (ours), cuda-jit (ours, JIT), auto");
   int bpromote = mxq::GemmOptions{}.promote_k;
   bgemm->add_option("--promote-k", bpromote,
                     "GemmOptions::promote_k of our wgmma kernel: 0 (D's dtype's: 128 for the bench's bfloat16 D), 32, 64 "
-                    "or 128");
+                    "or 128")
+      ->check(CLI::IsMember({0, 32, 64, 128}));
   std::vector<int> bblock_m{0};
   bgemm
       ->add_option("--block-m", bblock_m,
@@ -227,6 +233,11 @@ int main(int argc, char** argv) {
   try {
     if (*demo) {
       dopt.backend = mxq::parse_backend(backend, "--backend");
+      for (auto [flag, n] : {std::pair{"--rows", dopt.act_rows}, std::pair{"--weight-rows", dopt.weight_rows}})
+        if (!mxq::fits_elements(n, dopt.cols))
+          throw mxq::Error(mxq::ErrorCode::invalid_argument,
+                           std::string(flag) + "=" + std::to_string(n) + " x --cols=" + std::to_string(dopt.cols) +
+                               " is too large; expected at most 2^48 elements");
       std::fprintf(stderr, "mxq demo: activation %lldx%lld and weight %lldx%lld bf16 ...\n", (long long)dopt.act_rows,
                    (long long)dopt.cols, (long long)dopt.weight_rows, (long long)dopt.cols);
       print_demo(mxq::cli::run_demo(dopt), as_json);
@@ -275,6 +286,9 @@ int main(int argc, char** argv) {
     }
   } catch (const mxq::Error& e) {
     std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "mxq: error: out of host memory for the tensors of this command; try smaller sizes\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mxq: internal error: %s\n", e.what());

@@ -56,6 +56,10 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
   if (m < 1 || n < 1 || k < 1)
     fail_arg("gemm plan: M, N and K must be >= 1, got " + std::to_string(m) + ", " + std::to_string(n) + ", " +
              std::to_string(k));
+  // A (M x K), B (N x K) and D (M x N) are tensors: at most mxq::kMaxElements each.
+  if (!fits_elements(m, k) || !fits_elements(n, k) || !fits_elements(m, n))
+    fail_arg("gemm plan: M, N, K = " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) +
+             " is too large; expected M x K, N x K and M x N each at most 2^48 elements (mxq::kMaxElements)");
   if (arch.sms < 1) fail_arg("gemm plan: arch.sms=" + std::to_string(arch.sms) + "; expected at least 1 SM");
   check_promote_k(promote_k, "gemm plan: promote_k");
   if (out != DType::float32 && out != DType::bfloat16)

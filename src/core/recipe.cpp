@@ -206,14 +206,24 @@ Recipe Recipe::parse(std::string_view text) {
   const Preset* p = find_preset(head);
   if (!p) fail_arg("recipe: unknown recipe '" + std::string(head) + "'; presets: " + preset_names());
   Recipe r = p->recipe;
+  std::vector<std::string_view> given;  // the options' items as written, each key once
   if (colon != std::string_view::npos) {
     std::string_view rest = text.substr(colon + 1);
-    while (!rest.empty()) {
+    while (true) {  // "head:" and "head:a=1," have an empty item, refused like "head:,a=1"
       const auto comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
+      if (item.empty())
+        fail_arg("recipe: '" + std::string(text) + "' has an empty option; expected key=value items separated by "
+                 "single commas after the ':'");
       const auto eq = item.find('=');
       if (eq == std::string_view::npos) fail_arg("recipe: option '" + std::string(item) + "' must be key=value");
-      apply_option(r, item.substr(0, eq), item.substr(eq + 1));
+      const std::string_view key = item.substr(0, eq);
+      for (std::string_view g : given)
+        if (g.substr(0, g.find('=')) == key)
+          fail_arg("recipe: option " + std::string(key) + " is given twice ('" + std::string(g) + "' and '" +
+                   std::string(item) + "'); expected each option once");
+      given.push_back(item);
+      apply_option(r, key, item.substr(eq + 1));
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
     }
@@ -221,6 +231,17 @@ Recipe Recipe::parse(std::string_view text) {
   // pow2 block scales stored as UE8M0 imply a UE8M0 layout; fp32 stays the default otherwise
   if (r.layout == ScaleLayout::packed_ue8m0 && r.scheme == Scheme::fp8_block) r.scale_type = ScaleType::ue8m0;
   r.validate();
+  // An option that cannot change this recipe is an error even at its default value, so that no
+  // option is silently ignored.
+  const bool scaled_by_rule = r.scheme == Scheme::mx || r.scheme == Scheme::nvfp4;
+  for (std::string_view g : given) {
+    const std::string_view key = g.substr(0, g.find('='));
+    const auto refuse = [&](const char* why) { fail_arg("recipe " + r.name() + ": option " + std::string(g) + " " + why); };
+    if ((key == "pow2" || key == "eps") && scaled_by_rule)
+      refuse("applies to fp8_tensor and fp8_block only (MX and NVFP4 scales follow their own rules)");
+    if (key == "rounding" && r.scheme != Scheme::mx) refuse("applies to MX recipes only");
+    if (key == "colform" && !r.has_columnwise()) refuse("applies to columnwise output only (dir=col or dir=both)");
+  }
   return r;
 }
 
@@ -285,6 +306,8 @@ void Recipe::validate() const {
     bad("rounding=floor applies to MX recipes only (the other schemes have their own scale rules)");
   if (pow2 && scheme != Scheme::fp8_block && scheme != Scheme::fp8_tensor)
     bad("pow2 applies to fp8_tensor and fp8_block (MX scales are powers of two already)");
+  if (eps != 0.0f && scheme != Scheme::fp8_block && scheme != Scheme::fp8_tensor)
+    bad("eps applies to fp8_tensor and fp8_block (MX and NVFP4 scales follow their own rules)");
   if (!(eps >= 0.0f) || eps > 3.0e38f) bad("eps must be finite and >= 0, got " + fmt_float(eps));
   if (has_columnwise() && column_form == ColumnForm::same_shape && layout != ScaleLayout::row_major &&
       layout != ScaleLayout::swizzled_128x4)

@@ -84,6 +84,9 @@ QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int
   recipe.validate();
   if (rows < 0 || cols < 0)
     fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") must be non-negative");
+  if (!fits_elements(rows, cols))
+    fail_arg(std::string(op) + ": shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
+             ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");
   const bool fp4 = recipe.elem == ElemFormat::e2m1;
   if (fp4 && cols % 2 != 0)
     fail_arg(std::string(op) + ": input.shape[1]=" + std::to_string(cols) +
@@ -118,6 +121,19 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
     fail_arg(a + ".ndim=" + std::to_string(v.ndim) + " must be in [1, " + std::to_string(kMaxDims) + "]");
   for (int i = 0; i < v.ndim; ++i)
     if (v.shape[i] < 0) fail_arg(a + ".shape[" + std::to_string(i) + "]=" + std::to_string(v.shape[i]) + " is negative");
+  int64_t elements = 1;  // checked at each step: the product of the shape must not overflow
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) {
+      elements = 0;
+      break;
+    }
+    if (!fits_elements(elements, v.shape[i])) {
+      std::string shape;
+      for (int j = 0; j < v.ndim; ++j) shape += (j ? ", " : "") + std::to_string(v.shape[j]);
+      fail_arg(a + ".shape=(" + shape + ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");
+    }
+    elements *= v.shape[i];
+  }
   Matrix m;
   m.data = v.data;
   m.dtype = v.dtype;
@@ -143,6 +159,10 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
       m.row_stride = v.strides[i];
       continue;
     }
+    if (v.strides[prev] > kMaxElements || v.strides[i] > kMaxElements)
+      fail_arg(a + ".strides[" + std::to_string(v.strides[i] > kMaxElements ? i : prev) + "]=" +
+               std::to_string(std::max(v.strides[i], v.strides[prev])) +
+               " is too large; expected at most 2^48 elements (mxq::kMaxElements)");
     const int64_t expect = v.strides[prev] * v.shape[prev];
     prev = i;
     if (v.strides[i] != expect)
@@ -153,6 +173,9 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
   if (m.rows > 1 && m.row_stride < m.cols)
     fail_arg(a + ".strides[" + std::to_string(v.ndim - 2) + "]=" + std::to_string(m.row_stride) +
              " must be >= shape[-1]=" + std::to_string(m.cols) + " (rows would overlap)");
+  if (m.rows > 1 && m.row_stride > (kMaxElements - m.cols) / (m.rows - 1))
+    fail_arg(a + ": row stride " + std::to_string(m.row_stride) + " over " + std::to_string(m.rows) +
+             " rows spans more than 2^48 elements (mxq::kMaxElements); expected a smaller stride");
   if (m.dtype == DType::float4_e2m1fn && (m.row_stride % 2 != 0))
     fail_arg(a + ": float4_e2m1fn row stride " + std::to_string(m.row_stride) + " must be even");
   if (!m.data) fail_arg(a + ".data is null for a tensor of " + std::to_string(m.rows * m.cols) + " elements");

@@ -1,5 +1,7 @@
 #include "core/validate.hpp"
 
+#include <iterator>
+
 #include "mxq/error.hpp"
 #include "mxq/gemm_plan.hpp"
 
@@ -43,6 +45,39 @@ void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Nam
   else check_optional_scalar("amax", q.amax);
 }
 
+// The bytes a call reads or writes of one buffer, for the overlap check: [lo, hi).
+struct Extent {
+  const char* name;
+  uintptr_t lo, hi;
+  bool written;
+};
+struct Extents {
+  Extent e[10];
+  int n = 0;
+  void add(const char* name, const void* p, int64_t bytes, bool written) {
+    if (!p || bytes <= 0) return;
+    if (n == int(std::size(e))) fail(ErrorCode::internal, "overlap check: more than 10 buffers");
+    e[n++] = {name, uintptr_t(p), uintptr_t(p) + uintptr_t(bytes), written};
+  }
+  void add(const char* name, const Matrix& m, bool written) {
+    if (!m.empty()) add(name, m.data, dtype_bytes(m.dtype, (m.rows - 1) * m.row_stride + m.cols), written);
+  }
+  void add(const char* name, const Buffer& b, const BufferSpec& spec, bool written) {
+    if (spec.present()) add(name, b.data, spec.bytes, written);
+  }
+  // No written extent may overlap another extent: the results would depend on the order of the
+  // writes (and differ between backends). Inputs may overlap each other.
+  void check(const char* op) const {
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if ((e[i].written || e[j].written) && e[i].lo < e[j].hi && e[j].lo < e[i].hi)
+          fail_arg(std::string(op) + ": " + e[i].name + " (" + ptr_str(reinterpret_cast<void*>(e[i].lo)) + ", " +
+                   std::to_string(e[i].hi - e[i].lo) + " bytes) overlaps " + e[j].name + " (" +
+                   ptr_str(reinterpret_cast<void*>(e[j].lo)) + ", " + std::to_string(e[j].hi - e[j].lo) +
+                   " bytes); expected outputs that overlap neither each other nor the inputs");
+  }
+};
+
 }  // namespace
 
 QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, const QuantizeOptions& opt) {
@@ -85,6 +120,17 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
   if (opt.scale_in && out.recipe.scheme != Scheme::fp8_tensor)
     fail_arg("quantize: options.scale_in is only used by fp8_tensor, not by recipe " + name());
   if (opt.scale_in && opt.amax_in) fail_arg("quantize: give options.scale_in or options.amax_in, not both");
+  Extents ex;
+  ex.add("input", c.x, false);
+  ex.add("options.act_input", c.act_input, false);
+  ex.add("quantized.data", out.data, c.layout.data, true);
+  ex.add("quantized.scales", out.scales, c.layout.scales, true);
+  ex.add("quantized.col_data", out.col_data, c.layout.col_data, true);
+  ex.add("quantized.col_scales", out.col_scales, c.layout.col_scales, true);
+  ex.add("quantized.global_scale", out.global_scale, c.layout.global_scale, true);
+  ex.add("quantized.amax", out.amax.data, out.amax.data ? 4 : 0, true);
+  ex.add("options.dbias", opt.dbias, opt.dbias ? out_cols * 4 : 0, true);
+  ex.check("quantize");
   if (c.x.device.kind == DeviceKind::cpu) {
     // Host scalars can be checked here; device scalars are the caller's responsibility.
     if (opt.scale_in && !(num::is_finite(*opt.scale_in) && *opt.scale_in > 0.0f))
@@ -98,7 +144,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
 namespace {
 // A GEMM operand: block-scaled E4M3, rowwise (K-major), 1 x 128 or (B only) 128 x 128 blocks.
 // Returns its scale geometry.
-num::ScaleGeometry check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
+QuantizedLayout check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
   const Recipe& r = q.recipe;
   const bool blocks_ok = r.block_cols == 128 && (r.block_rows == 1 || (allow_2d && r.block_rows == 128));
   if (r.scheme != Scheme::fp8_block || r.elem != ElemFormat::e4m3fn || !blocks_ok || !r.has_rowwise())
@@ -107,13 +153,13 @@ num::ScaleGeometry check_gemm_operand(const QuantizedTensor& q, const char* name
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
   need.col_data = need.col_scales = need.global_scale = need.amax = {};
   check_buffers(q, need, [&] { return std::string(name) + " (" + r.name() + ")"; });
-  return need.scales.geometry;
+  return need;
 }
 }  // namespace
 
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& dv, const GemmOptions& opt) {
-  const num::ScaleGeometry a_scales = check_gemm_operand(a, "a", false);
-  const num::ScaleGeometry b_scales = check_gemm_operand(b, "b", true);
+  const QuantizedLayout la = check_gemm_operand(a, "a", false), lb = check_gemm_operand(b, "b", true);
+  const num::ScaleGeometry a_scales = la.scales.geometry, b_scales = lb.scales.geometry;
   if (a.cols != b.cols)
     fail_arg("gemm: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and b is (" +
              std::to_string(b.rows) + ", " + std::to_string(b.cols) + "); both must be K-major with the same K");
@@ -141,6 +187,18 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   check_promote_k(opt.promote_k, "gemm: options.promote_k");
   c.promote_k = resolve_promote_k(opt.promote_k, c.d.dtype);
   check_block_m(opt.block_m, "gemm: options.block_m");
+  // D may be C itself (accumulating in place: each element is read, then written, by one thread),
+  // but may overlap nothing else.
+  Extents ex;
+  ex.add("d", c.d, true);
+  const bool c_is_d = c.c.data == c.d.data && c.c.row_stride == c.d.row_stride;
+  if (!c_is_d) ex.add("options.c", c.c, false);
+  ex.add("a.data", a.data, la.data, false);
+  ex.add("a.scales", a.scales, la.scales, false);
+  ex.add("b.data", b.data, lb.data, false);
+  ex.add("b.scales", b.scales, lb.scales, false);
+  ex.add("options.bias", opt.bias, opt.bias ? c.d.cols * 4 : 0, false);
+  ex.check("gemm");
   return c;
 }
 
@@ -178,6 +236,14 @@ DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, 
   if (opt.columnwise) need.data = need.scales = {};
   else need.col_data = need.col_scales = {};
   check_buffers(q, need, name);
+  Extents ex;
+  ex.add("output", c.y, true);
+  ex.add("quantized.data", q.data, need.data, false);
+  ex.add("quantized.scales", q.scales, need.scales, false);
+  ex.add("quantized.col_data", q.col_data, need.col_data, false);
+  ex.add("quantized.col_scales", q.col_scales, need.col_scales, false);
+  ex.add("quantized.global_scale", q.global_scale, need.global_scale, false);
+  ex.check("dequantize");
   return c;
 }
 

@@ -27,15 +27,12 @@ __device__ __forceinline__ uint32_t cluster_ctas() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// The two halves of a cluster barrier with nothing to publish: every thread arrives once it no
-// longer reads other CTAs' shared memory, and waits before it exits (a CTA's shared memory must
-// outlive the other CTAs' reads of it); work between the two overlaps the wait. A relaxed
-// arrive orders nothing by itself (the release form would put a GPU-wide fence there), so it
-// takes `used`, a value computed from every remote load the thread made: as an operand of the
-// arrive it is complete before it, and so are those loads (the compiler cannot sink the
-// instructions that compute it below the barrier).
-__device__ __forceinline__ void cluster_arrive_relaxed_after(uint32_t used) {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned; // %0" ::"r"(used) : "memory");
+// The two halves of a cluster barrier that publishes only fence-published state, such as
+// mbarriers initialised before a fence.mbarrier_init (mbarrier.cuh): every thread arrives
+// (relaxed: no fence of its own; the release form would put a GPU-wide fence there) and later
+// waits (an acquire); work between the two overlaps the wait.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 

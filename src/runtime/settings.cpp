@@ -79,7 +79,11 @@ bool strict_mode() {
   return e.strict;
 }
 
-bool jit_enabled_by_env() { return env_settings().jit; }
+bool jit_enabled_by_env() {
+  const EnvSettings& e = env_settings();
+  if (!e.error.empty()) fail_arg(e.error);  // MXQ_JIT=off is an error, not "on"
+  return e.jit;
+}
 
 void log(LogLevel level, const std::string& message) {
   if (int(level) > int(env_settings().log)) return;

@@ -136,5 +136,33 @@ TEST(Activations, Bf16TableIndexesEachValueInRangeOnce) {
   EXPECT_EQ(inside, int(Bf16Table::kSize));
 }
 
+// The kernels index both halves of a loaded word at once (pair_offsets, pair_outside, entry_low,
+// entry_high): the same answers as offset and entry of each half, whatever the other half holds.
+// Every value in each half against 257 values in the other (every 256th, the table's edges, zeros,
+// Inf and NaN of both signs).
+TEST(Activations, Bf16TablePairsIndexLikeSingleValues) {
+  std::vector<uint32_t> others;
+  for (uint32_t b = 0; b < 65536; b += 256) others.push_back(b + (b >> 8));
+  for (uint32_t edge : {Bf16Table::kFirst - 1, Bf16Table::kFirst, Bf16Table::kFirst + Bf16Table::kHalf - 1,
+                        Bf16Table::kFirst + Bf16Table::kHalf, 0x7f80u, 0x7fc1u, 0x7fffu, 0u})
+    for (uint32_t sign : {0u, 0x8000u}) others.push_back(edge | sign);
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const bool in_table = Bf16Table::offset(b) < Bf16Table::kHalf;
+    for (uint32_t o : others) {
+      for (int high = 0; high < 2; ++high) {
+        const uint32_t w = high ? (b << 16 | o) : (o << 16 | b);
+        const uint32_t t = Bf16Table::pair_offsets(w);
+        const uint32_t outside = Bf16Table::pair_outside(t) & (high ? 0xffff0000u : 0xffffu);
+        ASSERT_EQ(outside == 0, in_table) << "bf16 bits " << b << (high ? " high" : " low") << ", other " << o;
+        const uint32_t e = high ? Bf16Table::entry_high(t, w) : Bf16Table::entry_low(t, w);
+        ASSERT_LT(e, Bf16Table::kSize) << "bf16 bits " << b << (high ? " high" : " low") << ", other " << o;
+        if (in_table) {
+          ASSERT_EQ(e, Bf16Table::entry(b)) << "bf16 bits " << b << (high ? " high" : " low") << ", other " << o;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mxq::num

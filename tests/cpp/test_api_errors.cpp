@@ -2,7 +2,9 @@
 // argument, the value and what was expected, and nothing is written before it is thrown (the
 // poisoned output buffers are unchanged afterwards).
 #include <functional>
+#include <limits>
 
+#include "mxq/gemm_plan.hpp"
 #include "test_support.hpp"
 
 namespace mxq::test {
@@ -164,6 +166,39 @@ TEST(ApiErrors, BuffersTooSmallOrMissing) {
   }
 }
 
+// Outputs that overlap each other or an input would make the result depend on the order of the
+// writes: refused before anything is written. Inputs may overlap each other.
+TEST(ApiErrors, OverlappingBuffers) {
+  {
+    PoisonedCall s("mxfp8:dir=both", 64, 128);
+    QuantizedTensor q = s.out.view();
+    q.scales = {q.data.data, q.scales.bytes};  // the scales over the codes
+    expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.data", "overlaps quantized.scales"}), watch(s.out));
+    q = s.out.view();
+    q.col_data = {static_cast<uint8_t*>(q.data.data) + 100, q.col_data.bytes};  // a partial overlap
+    expect_error([&] { quantize(s.input(), q); }, invalid({"quantized.data", "overlaps quantized.col_data"}),
+                 watch(s.out));
+    q = s.out.view();
+    q.col_scales = {s.x.data() + 7, q.col_scales.bytes};  // an output inside the input
+    expect_error([&] { quantize(s.input(), q); }, invalid({"input", "overlaps quantized.col_scales"}), watch(s.out));
+    QuantizeOptions o;
+    o.activation = num::Activation::gelu;
+    o.dbias = reinterpret_cast<float*>(s.out.col_data.data());
+    expect_error([&] { quantize(s.input(), s.out.view(), o); },
+                 invalid({"quantized.col_data", "overlaps options.dbias"}), watch(s.out));
+    o.dbias = nullptr;
+    const TensorView same = s.input();
+    o.act_input = &same;  // two inputs on one buffer: allowed
+    EXPECT_NO_THROW(quantize(s.input(), s.out.view(), o));
+  }
+  PoisonedCall s("mxfp8", 8, 64);
+  quantize(s.input(), s.out.view());
+  std::vector<float> y(8 * 64);
+  TensorView out = f32_matrix(y, 8, 64);
+  out.data = s.out.data.data();  // the dequantized values over the codes they come from
+  expect_error([&] { dequantize(s.out.view(), out); }, invalid({"output", "overlaps quantized.data"}));
+}
+
 TEST(ApiErrors, MisalignedFp32ScaleBuffer) {
   PoisonedCall s("fp8_block_1x128", 4, 256);
   std::vector<uint8_t> scales(64, 0xCD);
@@ -259,6 +294,10 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"", {"unknown recipe ''"}},
       {"mxfp8:foo=1", {"unknown option 'foo'", "known: elem, group, block"}},
       {"mxfp8:pow2", {"option 'pow2' must be key=value"}},
+      {"mxfp8:", {"'mxfp8:' has an empty option", "key=value items separated by single commas"}},
+      {"mxfp8:dir=both,", {"'mxfp8:dir=both,' has an empty option"}},
+      {"mxfp8:,dir=both", {"'mxfp8:,dir=both' has an empty option"}},
+      {"mxfp8:dir=both,,rounding=floor", {"has an empty option"}},
       {"mxfp8:rounding=up", {"option rounding=up is invalid", "expected rceil or floor"}},
       {"mxfp8:dir=sideways", {"dir=sideways", "row, col or both"}},
       {"mxfp8:layout=diagonal", {"layout=diagonal", "swizzled_128x4"}},
@@ -274,6 +313,13 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"mxfp8:elem=float32", {"elem=float32", "float8_e4m3fn, float8_e5m2 or float4_e2m1fn"}},
       {"nvfp4:rounding=floor", {"rounding=floor applies to MX recipes only"}},
       {"fp8_block_1x128:rounding=floor", {"rounding=floor applies to MX recipes only"}},
+      // options that cannot change the recipe, even at their default value, and repeated options
+      {"mxfp8:eps=0.5", {"eps applies to fp8_tensor and fp8_block"}},
+      {"nvfp4:eps=0", {"option eps=0 applies to fp8_tensor and fp8_block only"}},
+      {"mxfp8:pow2=0", {"option pow2=0 applies to fp8_tensor and fp8_block only"}},
+      {"fp8_block_1x128:rounding=rceil", {"option rounding=rceil applies to MX recipes only"}},
+      {"mxfp8:colform=same", {"option colform=same applies to columnwise output only"}},
+      {"mxfp8:dir=row,dir=col", {"option dir is given twice ('dir=row' and 'dir=col')", "each option once"}},
   };
   for (const auto& [text, fragments] : cases) {
     SCOPED_TRACE(text);
@@ -295,6 +341,32 @@ TEST(ApiErrors, Float8E4m3IsNotFloat8E4m3fn) {
 
 TEST(ApiErrors, PlanShapes) {
   expect_error([] { plan(Recipe::parse("mxfp8"), -1, 64); }, invalid({"shape (-1, 64)", "non-negative"}));
+  // Shapes whose element or byte counts would overflow int64 (or exceed any memory): refused by name.
+  const int64_t big = int64_t(1) << 62, max = std::numeric_limits<int64_t>::max();
+  for (auto [r, c] : {std::pair{big, big}, std::pair{max, max}, std::pair{int64_t(4000000000), int64_t(4000000000)},
+                      std::pair{max, int64_t(0)}, std::pair{int64_t(1), kMaxElements + 1}})
+    expect_error([&] { plan(Recipe::parse("mxfp8:layout=swizzled_128x4,dir=both"), r, c); },
+                 invalid({"plan: shape (" + std::to_string(r) + ", " + std::to_string(c) + ") is too large",
+                          "at most 2^48 elements"}));
+  EXPECT_EQ(plan(Recipe::parse("mxfp8"), 1, kMaxElements).data.bytes, kMaxElements);  // the limit itself plans
+  TensorView x = TensorView::matrix(nullptr, DType::float32, 1, 1);
+  x.ndim = 3;
+  x.shape = {int64_t(1) << 20, int64_t(1) << 20, int64_t(1) << 20};
+  x.strides = {int64_t(1) << 40, int64_t(1) << 20, 1};
+  QuantizedTensor q;
+  q.recipe = Recipe::parse("mxfp8");
+  expect_error([&] { quantize(x, q); }, invalid({"input.shape=(1048576, 1048576, 1048576) is too large"}));
+  // A row stride whose span overflows (or wraps the address) is refused, never used.
+  std::vector<float> two_rows(128);
+  Outputs o2("mxfp8", 2, 64);
+  for (int64_t stride : {std::numeric_limits<int64_t>::max(), int64_t(1) << 62, (int64_t(1) << 62) + 64,
+                         int64_t(1) << 48}) {
+    TensorView xs = TensorView::matrix(two_rows.data(), DType::float32, 2, 64, stride);
+    expect_error([&] { quantize(xs, o2.view()); }, invalid({"input: row stride " + std::to_string(stride),
+                                                             "spans more than 2^48 elements"}));
+  }
+  expect_error([] { plan_gemm(big, big, big, GemmKind::d1d2, DType::bfloat16, ArchDesc::sm90(132)); },
+               invalid({"gemm plan: M, N, K", "is too large", "each at most 2^48 elements"}));
 }
 
 // ---- dequantize ------------------------------------------------------------------------------------

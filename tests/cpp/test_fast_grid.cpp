@@ -335,5 +335,41 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
   EXPECT_FALSE(cluster_amax_grid(two_d, 16, 7168).has_value());
 }
 
+// The cp.async ring (FastGeometry::ring): the single-input fused rows kernels keep 2-4 row tiles
+// in flight and no second register set; the two-input ones (gated, dact) and the plain rows
+// kernels their register prefetch; the 8-row plain kernels one tile; the fused 8-row none.
+TEST(FastGrid, RingSizes) {
+  using A = num::Activation;
+  using L = num::ScaleLayout;
+  const auto fused = [](A a, bool dact, bool dbias) {
+    return FastKey{2, num::Scheme::mx, num::ElemFormat::e4m3fn, FastShape::rows, 32, 1, L::row_major, L::row_major,
+                   fuse_bits(int(a), dact, dbias)};
+  };
+  for (const FastKey& k : {fused(A::silu, false, false), fused(A::gelu, false, false), fused(A::gelu, false, true)}) {
+    const FastGeometry g = fast_geometry(k);
+    EXPECT_GE(g.ring, 2);
+    EXPECT_LE(g.ring, 4);
+    EXPECT_FALSE(g.prefetch);
+    EXPECT_EQ(g.slot_bytes, g.ring * g.threads * g.r * 16);
+    // beside the table and the dbias sums the CTAs of min_blocks fit the SM's 228 KB
+    const int own = (act_table_capable(k) ? 32768 : 0) + ((k.fuse & kFuseDbias) ? 16384 : 0);
+    EXPECT_LE(g.min_blocks * (g.slot_bytes + own + 1024), 228 * 1024);
+  }
+  EXPECT_EQ(fast_geometry(fused(A::silu, false, false)).ring, 4);
+  EXPECT_EQ(fast_geometry(fused(A::gelu, false, false)).ring, 4);
+  for (const FastKey& k : {fused(A::swiglu, false, false), fused(A::gelu, true, true), fused(A::none, false, true),
+                           rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32)}) {
+    EXPECT_EQ(fast_geometry(k).ring, 0);
+    EXPECT_EQ(fast_geometry(k).slot_bytes, 0);
+    EXPECT_TRUE(fast_geometry(k).prefetch);
+  }
+  const FastKey mxfp4_both{2, num::Scheme::mx, num::ElemFormat::e2m1, FastShape::colblocks, 32, 32, L::row_major,
+                           L::row_major};
+  EXPECT_EQ(fast_geometry(mxfp4_both).ring, 1);
+  FastKey both_fused = mxfp4_both;
+  both_fused.fuse = fuse_bits(int(A::relu), false, false);
+  EXPECT_EQ(fast_geometry(both_fused).ring, 0);
+}
+
 }  // namespace
 }  // namespace mxq::cuda

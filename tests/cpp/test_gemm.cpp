@@ -137,6 +137,37 @@ TEST(Gemm, ValidationNamesTheArgument) {
     o.block_m = bm;
     EXPECT_NO_THROW(gemm(const_cast<Outputs&>(a.q).view(), const_cast<Outputs&>(b2.q).view(), f32_matrix(d, 8, 8), o));
   }
+  // D over an operand, over the bias, or partly over C: refused; D == C (accumulating in place) is fine.
+  Outputs& qa = const_cast<Outputs&>(a.q);
+  std::vector<float> wide(8 * 8 + 1);
+  GemmOptions o;
+  const TensorView c_shifted = f32_matrix(wide, 8, 8);
+  o.c = &c_shifted;
+  try {
+    gemm(qa.view(), const_cast<Outputs&>(b2.q).view(), TensorView::matrix(wide.data() + 1, DType::float32, 8, 8), o);
+    ADD_FAILURE() << "D one float past C accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm: d ("), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overlaps options.c"), std::string::npos) << e.what();
+  }
+  o.c = nullptr;
+  o.bias = d.data() + 3;
+  refused(o, "overlaps options.bias");
+  o.bias = nullptr;
+  TensorView over_a = TensorView::matrix(qa.data.data(), DType::float32, 8, 8);
+  try {
+    gemm(qa.view(), const_cast<Outputs&>(b2.q).view(), over_a);
+    ADD_FAILURE() << "D over a.data accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overlaps a.data"), std::string::npos) << e.what();
+  }
+  std::vector<float> acc(64, 1.0f), ones(64, 1.0f);
+  const TensorView in_place = f32_matrix(acc, 8, 8), separate = f32_matrix(ones, 8, 8);
+  o.c = &separate;
+  const std::vector<float> want = run(a, b2, o);
+  o.c = &in_place;
+  gemm(qa.view(), const_cast<Outputs&>(b2.q).view(), in_place, o);
+  for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(acc[i], want[i]) << i;
 }
 
 }  // namespace

@@ -110,6 +110,26 @@ TEST(ScaleLayout, SwizzledSplitMatchesScaleOffset) {
                 num::scale_offset(tall, i, j));
 }
 
+// The 4-byte runs (blocks kb0 .. kb0 + 3, kb0 % 4 == 0) of 128 rows from a multiple of 128 are
+// one 512-byte swizzled_128x4 atom, run i0 + t + 32k at byte 16t + 4k, padding included: what the
+// MXFP8 row+col kernels store as 16 bytes per lane (fast.cuh store_atom).
+TEST(ScaleLayout, SwizzledRunsOfATileAreOneAtom) {
+  for (const auto& [MN, KB] : scale_matrix_shapes()) {
+    const ScaleGeometry g{num::ScaleLayout::swizzled_128x4, MN, KB, false};
+    for (int64_t i0 = 0; i0 < MN; i0 += 128)
+      for (int64_t kb0 = 0; kb0 < KB; kb0 += 4) {
+        const int64_t atom = num::scale_offset(g, i0, kb0);
+        ASSERT_EQ(atom % 512, 0);
+        for (int t = 0; t < 32; ++t)
+          for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 4; ++j)
+              ASSERT_EQ(num::scale_offset(g, i0 + t + 32 * k, kb0 + j), atom + 16 * t + 4 * k + j)
+                  << MN << "x" << KB << " at " << i0 + t + 32 * k << ", " << kb0 + j;
+        ASSERT_LE(atom + 512, num::scale_storage_units(g));
+      }
+  }
+}
+
 TEST(ScaleLayout, SeparableWalkMatchesScaleOffset) {
   using L = num::ScaleLayout;
   EXPECT_FALSE(num::scale_offset_separable(L::swizzled_128x4));

@@ -23,6 +23,7 @@
 #include "gpu_test.hpp"
 #if MXQ_WITH_CUDA
 #include "cuda/quantize/fast_launch.hpp"
+#include "runtime/jit/kernels.hpp"
 #endif
 
 namespace mxq {
@@ -435,6 +436,18 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
   }
   std::printf("per-tensor cases: %d, %d of them in one launch\n", cases_run, one_launch);
 }
+
+// cuda::cluster_fits, which keeps one-launch calls off a device that cannot co-schedule their
+// cluster (a MIG instance, an MPS share): a whole H100 or H200 (GPCs of 16 or more SMs) holds
+// every size up to kOneLaunchCtas; larger sizes and no device are a no, and asking leaves no error.
+TEST(GpuQuantize, OneLaunchClustersFitAWholeGpu) {
+  REQUIRE_GPU();
+  for (int ctas : {1, 2, 4, 8, 12, 16}) EXPECT_TRUE(cuda::cluster_fits(0, ctas)) << ctas;
+  EXPECT_TRUE(cuda::cluster_fits(0, 16));  // the cached answer
+  EXPECT_FALSE(cuda::cluster_fits(0, cuda::kOneLaunchCtas + 1));
+  EXPECT_FALSE(cuda::cluster_fits(-1, 2));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
 #endif
 
 // Each backend value runs its own kernels: cuda-aot a kernel built ahead of time, cuda-jit an
@@ -756,6 +769,58 @@ TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
       }
   }
   std::printf("table cases: %d, %d of them with the table\n", cases, on);
+}
+#endif
+
+#if MXQ_WITH_CUDA
+// The cp.async ring of the fused rows kernels and the 8-row shapes (FastGeometry::ring) is sized
+// from the SM's shared memory beside the kernels' own (bf16 table, dbias sums, staging): each must
+// still reach the CTAs per SM its registers allow, min_blocks, or the ring would cost the
+// occupancy it was to make up for.
+TEST(GpuQuantize, RingKeepsTheRegisterOccupancy) {
+  REQUIRE_GPU();
+  if (!runtime::jit::unavailable_reason().empty()) GTEST_SKIP() << runtime::jit::unavailable_reason();
+  int keys = 0;
+  for (int dtype : {0, 1, 2})
+    for (Activation a : {Activation::gelu, Activation::gelu_tanh, Activation::silu, Activation::relu,
+                         Activation::swiglu, Activation::geglu})
+      for (int dact : {0, cuda::kFuseDact})
+        for (int dbias : {0, cuda::kFuseDbias}) {
+          const cuda::FastKey k{dtype, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::rows, 32, 1,
+                                num::ScaleLayout::row_major, num::ScaleLayout::row_major, int(a) | dact | dbias};
+          if (!cuda::fast_key_valid(k)) continue;
+          const cuda::FastGeometry g = cuda::fast_geometry(k);
+          if (g.ring == 0) continue;  // the register prefetch
+          EXPECT_GE(runtime::jit::prepare(k, 0), g.min_blocks)
+              << runtime::jit::key_text(k) << ": ring of " << g.ring << " tiles, " << g.slot_bytes << " bytes";
+          ++keys;
+        }
+  EXPECT_GE(keys, 20);
+  // the 8-row shapes' kernels: MXFP8 / MXFP4 / NVFP4 column blocks (rows too), 128 x 128, NVFP4 16 x 16
+  using E = num::ElemFormat;
+  using S = num::Scheme;
+  using L = num::ScaleLayout;
+  for (int dtype : {0, 2})
+    for (const cuda::FastKey& k0 :
+         {cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::mx, E::e2m1, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::colblocks, 16, 16, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::fp8_block, E::e4m3fn, cuda::FastShape::two_d, 128, 128, L::row_major, L::row_major, 0},
+          cuda::FastKey{2, S::nvfp4, E::e2m1, cuda::FastShape::two_d, 16, 16, L::row_major, L::row_major, 0},
+          // and the fused row+col kernels' (a ring where it fits beside the table and the sums)
+          cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major,
+                        int(Activation::relu)},
+          cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major,
+                        int(Activation::silu)},
+          cuda::FastKey{2, S::mx, E::e4m3fn, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major,
+                        int(Activation::gelu) | cuda::kFuseDact | cuda::kFuseDbias}}) {
+      cuda::FastKey k = k0;
+      k.dtype = dtype;
+      ASSERT_TRUE(cuda::fast_key_valid(k)) << runtime::jit::key_text(k);
+      const cuda::FastGeometry g = cuda::fast_geometry(k);
+      EXPECT_GE(runtime::jit::prepare(k, 0), g.min_blocks)
+          << runtime::jit::key_text(k) << ": ring of " << g.ring << " tiles, " << g.slot_bytes << " bytes";
+    }
 }
 #endif
 

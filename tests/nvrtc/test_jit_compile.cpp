@@ -287,14 +287,24 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
       EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
     }
   }
-  for (int arch : {100, 130}) {  // wgmma is sm_90a's: refused by name, not a packing failure
-    try {
-      jit_warmup({"gemm:N=256,K=512"}, arch, 1);
-      ADD_FAILURE() << "gemm warmup for sm_" << arch << " accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-      EXPECT_NE(std::string(e.what()).find("arch=" + std::to_string(arch) + " with gemm entries"), std::string::npos)
-          << e.what();
+  try {  // wgmma is sm_90a's: refused by name, not a packing failure
+    jit_warmup({"gemm:N=256,K=512"}, 100, 1);
+    ADD_FAILURE() << "gemm warmup for sm_100 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("arch=100 with gemm entries"), std::string::npos) << e.what();
+  }
+  for (int arch : {-1, 80, 89, 95, 130}) {  // not an architecture NVRTC compiles our kernels for: refused up front
+    for (const char* entry : {"mxfp8", "gemm:N=256,K=512"}) {
+      try {
+        jit_warmup({entry}, arch, 1);
+        ADD_FAILURE() << entry << " warmup for sm_" << arch << " accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+        EXPECT_NE(std::string(e.what()).find("arch=" + std::to_string(arch) + " is not supported; expected 0"),
+                  std::string::npos)
+            << e.what();
+      }
     }
   }
   try {

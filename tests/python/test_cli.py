@@ -124,6 +124,19 @@ def test_invalid_recipe_fails_cleanly(recipe, fragment):
     assert fragment in r.stderr and "error" in r.stderr
 
 
+# Sizes whose element counts overflow, or exceed host memory: one error line, never a crash.
+@pytest.mark.parametrize("args, fragment", [
+    (("recipe", "mxfp8", "--rows", "9223372036854775807", "--cols", "9223372036854775807"), "is too large"),
+    (("recipe", "mxfp8", "--rows", "4000000000", "--cols", "4000000000"), "is too large"),
+    (("demo", "--rows", "4294967296", "--cols", "4294967296", "--weight-rows", "1"), "--rows=4294967296 x --cols"),
+    (("gemm-plan", "9223372036854775807", "9223372036854775807", "9223372036854775807"), "is too large"),
+])
+def test_oversized_shapes_fail_cleanly(args, fragment):
+    r = run(*args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert fragment in r.stderr and "2^48" in r.stderr and r.stdout == "", r.stderr
+
+
 def test_recipe_subcommand_reports_fp4_bytes_packed():
     r = run("recipe", "mxfp4", "--rows", "128", "--cols", "256", "--json")
     assert r.returncode == 0, r.stderr
@@ -285,7 +298,8 @@ def test_cache_warmup_fused_entries(tmp_path):
     assert sum(c.endswith(" swiglu sm_90") for c in configs) == 3, configs
     assert sum(c.endswith(" dgelu+dbias sm_90") for c in configs) == 3, configs
     for bad, says in [("mxfp8+bogus", "unknown activation 'bogus'"), ("mxfp8+dswiglu", "dACT takes an elementwise"),
-                      ("mxfp8+dbogus", "unknown activation 'bogus'")]:
+                      ("mxfp8+dbogus", "unknown activation 'bogus'"), ("mxfp8+gelu+silu", "a second activation"),
+                      ("mxfp8+dbias+dbias", "a second dbias")]:
         r = warm_cache(tmp_path, "cache", bad)
         assert r.returncode != 0 and says in r.stderr and bad in r.stderr, r.stderr
 
@@ -302,6 +316,14 @@ def test_jit_and_cache_switches(tmp_path):
     assert on.returncode == 0, on.stderr
     off = warm("off", "mxfp8", MXQ_JIT="0")
     assert off.returncode != 0 and "turned off by MXQ_JIT=0" in off.stderr, off.stderr
+    for value in ("off", "false", "banana"):  # only 0 and 1: anything else is an error, never "on"
+        bad = warm("bad", "mxfp8", MXQ_JIT=value)
+        assert bad.returncode != 0 and f"MXQ_JIT='{value}' is not valid; valid: 0, 1" in bad.stderr, bad.stderr
+    for arch in ("80", "-1"):
+        r = subprocess.run([mxq_bin(), "cache", "warmup", "mxfp8", "--arch", arch], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, MXQ_CACHE_DIR=str(tmp_path / "arch")))
+        assert r.returncode != 0 and f"arch={arch} is not supported; expected 0" in r.stderr, r.stderr
+        assert "ptxas" not in r.stderr and r.stderr.count("\n") <= 2, r.stderr  # one line, no compiler log
     assert not (tmp_path / "off").exists() or not os.listdir(tmp_path / "off")
 
     many = ["mxfp8:dir=both", "mxfp4:dir=both", "nvfp4", "nvfp4_2d", "fp8_block_1x128", "fp8_block_1x64",

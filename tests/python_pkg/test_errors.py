@@ -61,6 +61,11 @@ def test_jit_backend_on_numpy_is_unsupported():
 def test_scalar_options():
     with pytest.raises(ValueError, match="amax must be one float32 value, got 2"):
         mxq.quantize(X, "nvfp4", amax=[1.0, 2.0])
+    for name in ("amax", "noop"):
+        with pytest.raises(TypeError, match=f"{name}='2.5'; expected a number"):
+            mxq.quantize(X, "nvfp4", **{name: "2.5"})
+    with pytest.raises(TypeError, match="dbias='no'; expected a bool"):
+        mxq.quantize(X, "mxfp8", dbias="no")
 
 
 def test_dequantize_errors():
@@ -76,6 +81,16 @@ def test_dequantize_errors():
     short = mxq.QuantizedTensor(q.recipe, q.shape, data=q.data[:2].copy(), scales=q.scales)
     with pytest.raises(ValueError, match="data"):
         mxq.dequantize(short)
+    # A slice holds its own elements only, never the rest of the array behind it.
+    for data in (q.data[:2], q.data.view(np.uint8)[:1, :8]):
+        with pytest.raises(ValueError, match=r"quantized.data.bytes=\d+ is too small"):
+            mxq.dequantize(mxq.QuantizedTensor(q.recipe, q.shape, data=data, scales=q.scales))
+    with pytest.raises(ValueError, match=r"quantized.scales.bytes=\d+ is too small"):
+        mxq.dequantize(mxq.QuantizedTensor(q.recipe, q.shape, data=q.data, scales=q.scales[:1]))
+    # The plan's own strided views (MN-major scales, padding beyond the view) stay accepted.
+    t = mxq.quantize(np.ones((6, 256), np.float32), "fp8_block_1x128:layout=mn_major_tma")
+    assert not t.scales.flags.c_contiguous
+    np.testing.assert_array_equal(mxq.dequantize(t), np.ones((6, 256), np.float32))
     wrong = mxq.QuantizedTensor(q.recipe, q.shape, data=q.data, scales=q.scales.astype(np.float32))
     with pytest.raises(TypeError, match=r"q.scales.dtype=float32 must be float8_e8m0fnu"):
         mxq.dequantize(wrong)

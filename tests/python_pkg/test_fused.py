@@ -43,8 +43,17 @@ def test_backward_and_every_activation_run():
 
 
 def test_noop_writes_nothing():
-    q = mxq.quantize(X, "mxfp8", activation="silu", dbias=True, noop=1.0)
-    assert not q.dbias.any()  # still the zeros it was allocated with
+    for recipe in ("mxfp8:dir=both", "nvfp4", "fp8_block_1x128:layout=mn_major_tma"):
+        q = mxq.quantize(X, recipe, activation="silu", dbias=True, noop=1.0)
+        assert not q.dbias.any()  # still the zeros it was allocated with
+        # so are the other outputs: with noop they are allocated zeroed, never left uninitialised
+        for name in ("data", "scales", "col_data", "col_scales", "global_scale", "amax"):
+            a = getattr(q, name)
+            if a is not None:
+                storage = a.base if a.base is not None else a
+                assert not np.asarray(storage).view(np.uint8).any(), (recipe, name)
+    q = mxq.quantize(X, "mxfp8", activation="silu", dbias=True, noop=0.0)  # zero: the call runs
+    assert q.dbias.any() and q.data.view(np.uint8).any()
 
 
 def test_bad_activation_and_gated_odd_width():

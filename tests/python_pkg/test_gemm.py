@@ -46,6 +46,18 @@ def test_gemm_errors():
     for name, bad in (("block_m", 256.5), ("block_m", "256"), ("block_m", None), ("promote_k", 32.0), ("block_m", True)):
         with pytest.raises(TypeError, match=f"gemm: {name}={bad!r}; expected an int"):
             mxq.gemm(qa, qb, **{name: bad})
+    # c and bias: float32 of exactly (M, N) and (N,); nothing converted or reshaped
+    for name, bad, msg in (("bias", np.zeros(8, np.float64), "float64 \\(8,\\)"),
+                           ("bias", np.zeros((1, 8), np.float32), "float32 \\(1, 8\\)"),
+                           ("bias", np.zeros((2, 4), np.float32), "float32 \\(2, 4\\)"),
+                           ("c", np.zeros((8, 8), np.float16), "float16 \\(8, 8\\)"),
+                           ("c", np.zeros(64, np.float32), "float32 \\(64,\\)")):
+        with pytest.raises(ValueError, match=f"gemm: {name} must be contiguous float32 of shape .*, got {msg}"):
+            mxq.gemm(qa, qb, **{name: bad})
+    with pytest.raises(TypeError, match="gemm: bias is a builtins.list; expected a numpy array"):
+        mxq.gemm(qa, qb, bias=[0.0] * 8)
+    strided_c = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)[:, ::2]  # read only: copied
+    np.testing.assert_array_equal(mxq.gemm(qa, qb, c=strided_c), mxq.gemm(qa, qb, c=strided_c.copy()))
     with pytest.raises(ValueError, match="a.recipe=mxfp8"):
         mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
     with pytest.raises(ValueError, match="same K"):

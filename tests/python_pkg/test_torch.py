@@ -113,6 +113,51 @@ def test_errors_are_clear():
         mxq.dequantize(q)
 
 
+# Every tensor argument is checked against the call's device and library: a meta tensor among CPU
+# ones would send the call to the fake implementation (uninitialised outputs).
+def test_arguments_on_another_device_or_library_are_refused():
+    x = sample((16, 256))
+    qa, qb = mxq.quantize(x, "fp8_block_1x128"), mxq.quantize(sample((8, 256), seed=1), "fp8_block_128x128")
+    meta = {"device": "meta"}
+    for call, says in [
+        (lambda: mxq.gemm(qa, qb, bias=torch.zeros(8, **meta)), "gemm: bias.device=meta"),
+        (lambda: mxq.gemm(qa, qb, c=torch.zeros(16, 8, **meta)), "gemm: c.device=meta"),
+        (lambda: mxq.quantize(x, "mxfp8", activation="gelu", act_input=torch.zeros(16, 256, **meta)),
+         "quantize: act_input.device=meta"),
+        (lambda: mxq.dequantize(mxq.QuantizedTensor(qa.recipe, qa.shape, data=qa.data,
+                                                    scales=torch.empty_like(qa.scales, **meta))),
+         "dequantize: q.scales.device=meta"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            call()
+    with pytest.raises(TypeError, match="gemm: bias is a numpy.ndarray; expected a torch.Tensor like a"):
+        mxq.gemm(qa, qb, bias=np.zeros(8, np.float32))
+    with pytest.raises(TypeError, match="quantize: act_input is a numpy.ndarray"):
+        mxq.quantize(x, "mxfp8", activation="gelu", act_input=np.zeros((16, 256), np.float32))
+    with pytest.raises(ValueError, match="gemm: a.recipe=fp8_block_1x128:dir=col has no rowwise data"):
+        mxq.gemm(mxq.quantize(x, "fp8_block_1x128:dir=col"), qb)
+    with pytest.raises(TypeError, match="gemm: alpha='2'; expected a real number"):
+        mxq.gemm(qa, qb, alpha="2")
+    with pytest.raises(TypeError, match="quantize: amax='2.5'; expected a number"):
+        mxq.quantize(x, "nvfp4", amax="2.5")
+    with pytest.raises(TypeError, match="dequantize: columnwise='no'; expected a bool"):
+        mxq.dequantize(qa, columnwise="no")
+    assert mxq.gemm(qa, qb, out_dtype=torch.bfloat16).dtype == torch.bfloat16  # torch's dtype objects too
+
+
+# Quantization is not differentiable: outputs never carry a grad_fn, and a Parameter's quantize
+# traces under torch.compile.
+def test_outputs_are_not_differentiable():
+    w = torch.nn.Linear(256, 128).weight
+    q = mxq.quantize(w, "fp8_block_128x128")
+    assert not q.data.requires_grad and not q.scales.requires_grad and q.data.grad_fn is None
+    x = sample((16, 256)).requires_grad_()
+    d = mxq.gemm(mxq.quantize(x, "fp8_block_1x128"), q, c=torch.zeros(16, 128, requires_grad=True))
+    assert not d.requires_grad
+    f = torch.compile(lambda w: mxq.quantize(w, "fp8_block_128x128").data, fullgraph=True)
+    assert torch.equal(f(w).view(torch.uint8), q.data.view(torch.uint8))
+
+
 def test_strided_rows_and_empty():
     big = sample((16, 384))
     x = big[::2, 64:320]  # row stride 768, last dimension contiguous
@@ -152,12 +197,16 @@ def test_custom_ops_pass_opcheck():
 def test_torch_compile_fullgraph_cpu():
     x = sample((32, 256))
 
+    recipes = []
+
     def f(t):
-        q = mxq.quantize(t, "mxfp8:dir=both")
+        q = mxq.quantize(t, "mxfp8:dir=both,elem=float8_e4m3fn")
+        recipes.append(q.recipe)  # canonical in the trace too (a constant of it)
         return q.data, q.scales, q.col_data, q.col_scales, mxq.dequantize(q)
 
     got = torch.compile(f, fullgraph=True, backend="aot_eager")(x)
     want = f(x)
+    assert recipes == ["mxfp8:dir=both"] * 2, recipes
     for a, b in zip(got, want):
         assert a.dtype == b.dtype and a.shape == b.shape and raw(a) == raw(b)
 

@@ -167,6 +167,21 @@ struct Bf16Table {
   static MXQ_HD uint32_t entry(uint32_t b) { return (offset(b) | ((b >> 3) & kHalf)) & (kSize - 1); }
   // The value of entry i < kSize.
   static MXQ_HD float value(uint32_t i) { return bits_float((((i / kHalf) << 15) | (kFirst + i % kHalf)) << 16); }
+
+  // The same for both values of a word w of two bf16 (as the kernels load them), in fewer
+  // instructions: t = pair_offsets(w) holds in each 16-bit half |b| + 0x8000 - kFirst, at most
+  // 0xffff - kFirst (no carry between the halves), which lies in [0x8000, 0x8000 + kHalf) exactly
+  // when b is inside the table, and whose low 12 bits are then offset(b).
+  static constexpr uint32_t kPairBias = (0x8000u - kFirst) * 0x10001u;
+  static MXQ_HD uint32_t pair_offsets(uint32_t w) { return (w & 0x7fff7fffu) + kPairBias; }
+  // Non-zero exactly when a half of w lies outside the table (bits 12-15: the low half, 28-31: the
+  // high), and so is the OR of the words' (t ^ kPairInside) masked once, for several words.
+  static constexpr uint32_t kPairInside = 0x80008000u, kPairNibbles = 0xf000f000u;
+  static MXQ_HD uint32_t pair_outside(uint32_t t) { return (t ^ kPairInside) & kPairNibbles; }
+  // entry() of the low and the high half (inside the table; outside, an entry < kSize): the offset's
+  // 12 bits and the half's sign at bit 12 (w >> 19 has no bits above it: one select of bits).
+  static MXQ_HD uint32_t entry_low(uint32_t t, uint32_t w) { return (t & 0xfffu) | ((w >> 3) & kHalf); }
+  static MXQ_HD uint32_t entry_high(uint32_t t, uint32_t w) { return ((t >> 16) & 0xfffu) | ((w >> 19) & ~0xfffu); }
 };
 
 // ---- the activations (forward) and their derivatives, in TransformerEngine's formulas.

@@ -7,6 +7,7 @@
 #include "mxq/numerics/config.h"
 #include "mxq/numerics/formats.h"  // float_to_bf16
 #include "cuda/cluster.cuh"
+#include "cuda/mbarrier.cuh"
 
 #if defined(__CUDACC_RTC__)
 // NVRTC has no cuda.h: the tensor map is 128 opaque bytes, 64-byte aligned, under the driver
@@ -36,32 +37,12 @@ __device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi) {
   return bf16x2_cvt(lo, hi);
 }
 
-// ---- mbarrier ------------------------------------------------------------------------------
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-// Makes the initialised barriers visible to the async proxy (the copy engine) before use.
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-// Waits until the phase with parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
+// ---- mbarrier (cuda/mbarrier.cuh) ------------------------------------------------------------
+using cuda::mbar_arrive;
+using cuda::mbar_arrive_expect_tx;
+using cuda::mbar_init;
+using cuda::mbar_init_fence;
+using cuda::mbar_wait;
 
 // ---- TMA -------------------------------------------------------------------------------------
 __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {

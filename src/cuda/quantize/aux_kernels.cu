@@ -1,5 +1,11 @@
-// Launchers of the amax and dequantize kernels for every input / output dtype.
+// Launchers of the amax and dequantize kernels for every input / output dtype, and the
+// cluster-residency probe of the one-launch amax (cluster_fits).
 #include <algorithm>
+#include <atomic>
+
+#include "cuda/check.hpp"
+#include "cuda/pdl.cuh"
+#include "cuda/quantize/fast_launch.hpp"
 
 #include "cuda/quantize/quantize_tile.cuh"
 #include "cuda/quantize/quantize_tile_launch.cuh"
@@ -33,6 +39,46 @@ __global__ void zero_unless_noop_kernel(uint8_t* p, int64_t bytes, const float* 
   if (*noop != 0.0f) return;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += int64_t(gridDim.x) * blockDim.x)
     p[i] = 0;
+}
+
+// Launched never: cluster_fits asks the occupancy calculator about clusters of it, with more
+// than half an SM's shared memory so that its CTAs take an SM each.
+__global__ void cluster_probe_kernel() {}
+
+// Whether `ctas` CTAs of the probe, one per SM, can be resident as one cluster on the current
+// device; false where a query fails (its error cleared: an answer, not the next call's error).
+static bool probe_cluster(int device, int ctas) {
+  int per_sm = 0, per_block = 0;
+  if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const int smem = per_sm / 2 + 1024;
+  if (smem > per_block) return false;  // no way to hold the probe to an SM per CTA: say no
+  LaunchConfig l(dim3(unsigned(ctas)), dim3(128), size_t(smem), dim3(unsigned(ctas)), nullptr, false);
+  int n = 0;
+  if (allow_dynamic_smem<cluster_probe_kernel>(device, smem) != cudaSuccess ||
+      (ctas > 8 && allow_large_clusters<cluster_probe_kernel>(device) != cudaSuccess) ||
+      cudaOccupancyMaxActiveClusters(&n, cluster_probe_kernel, &l.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n >= 1;
+}
+
+bool cluster_fits(int device, int ctas) {
+  if (ctas <= 1) return true;
+  if (device < 0 || device >= 64 || ctas > kOneLaunchCtas) return false;
+  static std::atomic<uint8_t> known[64][kOneLaunchCtas + 1] = {};  // 0: not asked, 1: fits, 2: does not
+  uint8_t v = known[device][ctas].load(std::memory_order_relaxed);
+  if (v == 0) {
+    DeviceGuard guard(device);  // the queries are of the current device
+    RelaxedCapture relaxed;     // a first call may come inside CUDA-graph capture
+    v = probe_cluster(device, ctas) ? 1 : 2;
+    known[device][ctas].store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
 }
 
 cudaError_t launch_zero_unless_noop(void* p, int64_t bytes, const float* noop, cudaStream_t stream) {

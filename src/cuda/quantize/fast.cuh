@@ -1,8 +1,8 @@
 // Specialised quantize kernels: the recipe (scheme, element format, block shape, scale layouts)
 // is a set of template arguments, and the data is quantized in registers as loaded (packed 16-bit
-// pairs for fp16/bf16). Shared memory holds the 8-row shapes' prefetched input (AsyncLoad), the
-// cross-warp maximum of a 128 x 128 block, the transposed output and the staged scales of
-// row+col. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
+// pairs for fp16/bf16). Shared memory holds the row tiles in flight of the 8-row shapes and the
+// fused rows kernels (RingLoad), the cross-warp maximum of a 128 x 128 block, the transposed
+// output and the staged scales of row+col. Calls these kernels cannot take (unaligned or strided-by-odd inputs, other block
 // shapes) go to the generic tile kernel in quantize_tile.cuh; both are held to the CPU
 // reference bit for bit.
 //
@@ -18,6 +18,7 @@
 #include "cuda/quantize/fast_key.h"
 #include "cuda/pdl.cuh"
 #include "cuda/cluster.cuh"
+#include "cuda/mbarrier.cuh"
 #include "mxq/numerics/activations.h"
 #include "cuda/quantize/prepare.cuh"
 
@@ -215,6 +216,7 @@ struct TileWalk {
   }
   int64_t end;  // the walk's last row tile starts below this row (p.rows, or a long CTA's share)
   __device__ bool next_exists() const { return r0 - lane_row + step < end; }  // warp-uniform
+  __device__ bool ahead_exists(int ahead) const { return r0 - lane_row + ahead * step < end; }
   __device__ bool done() const { return r0 - lane_row >= end; }
   __device__ void advance() { r0 += step; }
 };
@@ -283,18 +285,21 @@ struct RowsWalk {
   }
   // Live rows of this tile for codes (0 in a column beyond the input).
   __device__ int live() const { return col_live ? left : 0; }
+  // The input of the row tile `ahead` tiles on (0: this one); ahead_exists(ahead) says whether
+  // it is within the walk (warp-uniform).
   __device__ TileSrc src(int ahead) const {
-    const int n = ahead ? left - step : left;
-    TileSrc s{x + (ahead ? xstep : 0), nullptr, pitch, 0, col_live ? n : 0};
+    const int n = left - ahead * step;
+    TileSrc s{x + ahead * xstep, nullptr, pitch, 0, col_live ? n : 0};
     if constexpr (C::kGated) {
       s.x2 = s.x + p.gate_offset * kInBytes;
       s.pitch2 = pitch;
     } else if constexpr (C::kDact) {
-      s.x2 = x2 + (ahead ? x2step : 0);
+      s.x2 = x2 + ahead * x2step;
       s.pitch2 = pitch2;
     }
     return s;
   }
+  __device__ bool ahead_exists(int ahead) const { return left + lane_row > ahead * step; }
   // Stores the scale of row i's block, the value t of this lane (RowSpread: i = index(lane, 0) +
   // t), called on the first lanes of a block whether or not their own columns exist (a partial
   // last block may have only one live lane).
@@ -376,29 +381,39 @@ struct ActTable {
     __shared__ float table[T::kSize];
     return table;
   }
-  __device__ static float eval(float x) { return C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x); }
+  // The function's value with NaN canonicalised (num::canonical_nan), as the entries hold it: a
+  // lookup needs no NaN test of its own (transform).
+  __device__ static float eval(float x) {
+    return num::canonical_nan(C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x));
+  }
   // All threads of the CTA, before any of them returns.
   __device__ static void fill() {
     float* table = entries();
     for (uint32_t i = threadIdx.x; i < T::kSize; i += C::kThreads) table[i] = eval(T::value(i));
     __syncthreads();
   }
-  // The function of the 8 bf16 values in k. Values outside the table are evaluated one at a time
-  // in a loop (one inline copy of the function, no call: a call's saved registers spilled the
-  // 80-register kernels), which a warp runs only when one of its lanes has such a value, and
-  // only in a live row: the zeros loaded for rows and columns outside the tensor would otherwise
-  // make the CTAs at its right edge evaluate every element.
+  // The function of the 8 bf16 values in k, NaN canonicalised. The words' two halves are indexed
+  // together (Bf16Table::pair_offsets: ~7 instructions per value, against ~12 one at a time).
+  // Values outside the table are evaluated one at a time in a loop (one inline copy of the
+  // function, no call: a call's saved registers spilled the 80-register kernels), which a warp
+  // runs only when one of its lanes has such a value, and only in a live row: the zeros loaded
+  // for rows and columns outside the tensor would otherwise make the CTAs at its right edge
+  // evaluate every element.
   __device__ static Row8 lookup(const uint32_t (&k)[4], bool live) {
     const float* table = entries();
     Row8 f;
+    uint32_t outside = 0;  // Bf16Table::pair_outside of the four words at once
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const uint32_t t = T::pair_offsets(k[h]);
+      outside |= t ^ T::kPairInside;
+      f.v[2 * h] = table[T::entry_low(t, k[h])];  // some entry outside the table: replaced below
+      f.v[2 * h + 1] = table[T::entry_high(t, k[h])];
+    }
+    if (!live || !(outside & T::kPairNibbles)) return f;
     uint32_t miss = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint32_t b = j & 1 ? k[j / 2] >> 16 : k[j / 2];
-      miss |= T::offset(b) >= T::kHalf ? 1u << j : 0u;
-      f.v[j] = table[T::entry(b)];  // some entry outside the table: replaced below
-    }
-    if (!live) miss = 0;
+    for (int j = 0; j < 8; ++j) miss |= T::offset(j & 1 ? k[j / 2] >> 16 : k[j / 2]) >= T::kHalf ? 1u << j : 0u;
     while (miss) {
       const int j = __ffs(int(miss)) - 1;
       miss &= miss - 1;
@@ -431,8 +446,10 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
         } else if constexpr (C::kDact) {
 #pragma unroll
           for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], f.v[j]);
-        } else {
-          y = f;
+        } else {  // the values are canonical already (lookup): no NaN test per element
+#pragma unroll
+          for (int j = 0; j < 8; ++j) w[i][j] = i < n ? __float_as_uint(f.v[j]) : 0u;
+          continue;
         }
       }
     } else if constexpr (C::kGated) {
@@ -874,10 +891,36 @@ struct FastTile {
       for (int k = 0; k < kN && kb0 + k < g.kb; ++k) out[num::scale_offset_for<L>(g, i, kb0 + k)] = staged[k];
     }
   }
+  // swizzled_128x4 with 128 x 128 tiles and 4-byte runs (MXFP8 row+col): the runs of a tile's 128
+  // rows (or transposed columns) are exactly one 512-byte atom of the layout, run i at
+  // (i % 32) * 16 + (i / 32) * 4 (layouts.h), padding included (the stages hold zeros for rows and
+  // blocks beyond the matrix, which the padding must be). Warp 0 stores it, 16 bytes a lane: 4
+  // whole lines, where a 4-byte store per run left 16 partial sectors per warp instruction
+  // (bench/NOTES.md v10: the row+col scale runs cost MXFP8 row+col 7-13% of copy).
+  template <num::ScaleLayout L>
+  static constexpr bool kAtomRuns = L == num::ScaleLayout::swizzled_128x4 && C::kTileRows == 128 &&
+                                    C::kTileCols == 128 && C::kG == 32;
+  // i0 % 128 == 0, kb0 % 4 == 0; false (nothing stored) where the scales are not 16-byte aligned
+  template <num::ScaleLayout L>
+  __device__ static bool store_atom(void* scales, const num::ScaleGeometry& g, int64_t i0, int64_t kb0,
+                                    const uint8_t (&stage)[128][4]) {
+    static_assert(kAtomRuns<L>, "one atom per tile");
+    if ((reinterpret_cast<unsigned long long>(scales) & 15) != 0) return false;
+    if (threadIdx.x < 32) {
+      const int t = threadIdx.x;
+      const uint4 v{*reinterpret_cast<const uint32_t*>(stage[t]), *reinterpret_cast<const uint32_t*>(stage[t + 32]),
+                    *reinterpret_cast<const uint32_t*>(stage[t + 64]), *reinterpret_cast<const uint32_t*>(stage[t + 96])};
+      *reinterpret_cast<uint4*>(static_cast<uint8_t*>(scales) + num::scale_offset_for<L>(g, i0, kb0) + 16 * t) = v;
+    }
+    return true;
+  }
   // (Both stores below loop a fixed, unrolled number of times, once where the CTA has a thread
   // per column or row, instead of a loop with its back edge: SASS count of MXFP8 row+col's
   // interior tile, 31 fewer instructions in the threads that store.)
   __device__ static void store_col_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    if constexpr (kAtomRuns<C::kColLayout>) {
+      if (store_atom<C::kColLayout>(p.col_scales, p.col_geom, tile_c, tile_r / C::kH, col_scale_stage())) return;
+    }
 #pragma unroll
     for (int k = 0; k < (C::kTileCols + C::kThreads - 1) / C::kThreads; ++k) {
       const int col = threadIdx.x + k * C::kThreads;
@@ -901,6 +944,9 @@ struct FastTile {
     return stage;
   }
   __device__ static void store_row_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
+    if constexpr (kAtomRuns<C::kRowLayout> && kRowScaleBytes == 4) {
+      if (store_atom<C::kRowLayout>(p.row_scales, p.row_geom, tile_r, tile_c / C::kG, row_scale_stage())) return;
+    }
 #pragma unroll
     for (int k = 0; k < (C::kTileRows + C::kThreads - 1) / C::kThreads; ++k) {
       const int lr = threadIdx.x + k * C::kThreads;
@@ -1146,64 +1192,6 @@ struct PlainLoad {
   __device__ const uint32_t (&tile(int))[C::kR][C::kW] { return w; }
 };
 
-// The plain 8-row shapes (colblocks, two_d): the next tile's input is copied by cp.async into
-// this thread's own slots of dynamic shared memory (FastGeometry::slot_bytes) while this tile
-// is quantized, then read back into w. A thread reads only the slots it filled, so its own
-// wait_group is all the synchronisation there is; the slots are refilled only after they were
-// read into w, in program order (the generic kernel's cp.async ring relies on the same). Slot
-// (i, h) of thread t is 16-byte piece i * kPieces + h at index * kThreads + t: a warp's reads
-// and copies of one piece are 512 contiguous bytes. Rows that do not exist are zeros (cp.async
-// with source size 0 reads nothing; it is given the input's base address, which exists).
-template <class C>
-struct AsyncLoad {
-  static constexpr int kPieces = C::kW / 4;  // 16-byte pieces per row of 8 elements
-  static_assert(C::kGeo.slot_bytes == C::kThreads * C::kR * kPieces * 16, "the launchers' size is these slots");
-  uint32_t w[C::kR][C::kW];
-  __device__ static uint4* slots() {
-    extern __shared__ __align__(16) uint4 fast_slots[];
-    return fast_slots + threadIdx.x;
-  }
-  __device__ void load(const TileSrc& s, const void* base) {
-    uint4* slot = slots();
-    // Every row exists (all tiles but the bottom and right edges): addresses a pitch apart and no
-    // selects or source sizes (SASS count of MXFP8 row+col's interior tile: 46 fewer instructions).
-    if (s.n >= C::kR) {
-      const char* row = s.x;
-#pragma unroll
-      for (int i = 0; i < C::kR; ++i, row += s.pitch)
-#pragma unroll
-        for (int h = 0; h < kPieces; ++h)
-          cp_async16(slot + (i * kPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row) + h);
-      cp_async_commit();
-      return;
-    }
-#pragma unroll
-    for (int i = 0; i < C::kR; ++i) {
-      const uint4* row = reinterpret_cast<const uint4*>(s.x + i * s.pitch);
-#pragma unroll
-      for (int h = 0; h < kPieces; ++h)
-        cp_async16(slot + (i * kPieces + h) * C::kThreads, i < s.n ? static_cast<const void*>(row + h) : base, i < s.n);
-    }
-    cp_async_commit();
-  }
-  __device__ void take() {
-    cp_async_wait<0>();
-    const uint4* slot = slots();
-#pragma unroll
-    for (int i = 0; i < C::kR; ++i) {
-#pragma unroll
-      for (int h = 0; h < kPieces; ++h) {
-        const uint4 q = slot[(i * kPieces + h) * C::kThreads];
-        w[i][4 * h] = q.x;
-        w[i][4 * h + 1] = q.y;
-        w[i][4 * h + 2] = q.z;
-        w[i][4 * h + 3] = q.w;
-      }
-    }
-  }
-  __device__ const uint32_t (&tile(int))[C::kR][C::kW] { return w; }
-};
-
 template <class C>
 struct FusedLoad {
   RawTile<C> raw;
@@ -1213,6 +1201,68 @@ struct FusedLoad {
   __device__ const uint32_t (&tile(int n))[C::kR][8] {
     transform<C>(raw, y, n, table);
     return y;
+  }
+};
+
+// The 8-row shapes' plain kernels and the fused rows kernels (FastGeometry::ring): the input of
+// the next kRing row tiles is in flight, copied by cp.async into this thread's own slots of
+// dynamic shared memory (slot d holds tile i with i % kRing == d), and a slot is refilled with
+// the tile kRing on as soon as it has been read into registers, in program order: a thread reads
+// only the slots it filled, so its own wait_group is all the synchronisation there is (the
+// generic kernel's cp.async ring relies on the same). Piece k of slot d of thread t is at
+// (d * kPieces + k) * kThreads + t: a warp's copies and reads of one piece are 512 contiguous
+// bytes. Rows that do not exist are zeros (cp.async of source size 0, given the input's base
+// address, which exists), as load_words<true> and load_raw give them. The registers are
+// PlainLoad's words (quantized as loaded) or FusedLoad's raw tile (transformed first).
+template <class C>
+struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
+  static constexpr int kRing = C::kGeo.ring;
+  static constexpr int kRowPieces = (C::kTransform ? RawTile<C>::kWin : C::kW) / 4;  // 16-byte pieces per row
+  // one input: the two-input fused kernels (gated, dact) keep their register prefetch (fast_geometry)
+  static_assert(!C::kTransform || !RawTile<C>::kSecond, "a ring of one input");
+  static constexpr int kPieces = C::kR * kRowPieces;  // per slot
+  static_assert(kRing >= 1 && C::kGeo.slot_bytes == kRing * kPieces * 16 * C::kThreads,
+                "the launchers' size is these slots");
+  __device__ static uint4* slot(int d) {
+    extern __shared__ __align__(16) uint4 fast_slots[];
+    return fast_slots + d * kPieces * C::kThreads + threadIdx.x;
+  }
+  // Copies tile s into slot d (no commit: the caller commits one group per tile, empty or not).
+  __device__ static void issue(const TileSrc& s, int d, const void* base) {
+    uint4* to = slot(d);
+    // Every row exists (all tiles but the bottom and right edges): addresses a pitch apart and no
+    // selects or source sizes (SASS count of MXFP8 row+col's interior tile: 46 fewer instructions).
+    if (s.n >= C::kR) {
+      const char* row = s.x;
+#pragma unroll
+      for (int i = 0; i < C::kR; ++i, row += s.pitch)
+#pragma unroll
+        for (int h = 0; h < kRowPieces; ++h)
+          cp_async16(to + (i * kRowPieces + h) * C::kThreads, reinterpret_cast<const uint4*>(row) + h);
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+      for (int h = 0; h < kRowPieces; ++h) {
+        const bool live = i < s.n;
+        cp_async16(to + (i * kRowPieces + h) * C::kThreads,
+                   live ? static_cast<const void*>(reinterpret_cast<const uint4*>(s.x + i * s.pitch) + h) : base, live);
+      }
+  }
+  // Reads slot d (its group complete) into the registers.
+  __device__ void take(int d) {
+    const uint4* from = slot(d);
+#pragma unroll
+    for (int i = 0; i < C::kR; ++i)
+#pragma unroll
+      for (int h = 0; h < kRowPieces; ++h) {
+        const uint4 q = from[(i * kRowPieces + h) * C::kThreads];
+        uint32_t* w;
+        if constexpr (C::kTransform) w = &this->raw.x[i][4 * h];
+        else w = &this->w[i][4 * h];
+        w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+      }
   }
 };
 
@@ -1242,14 +1292,41 @@ __device__ uint32_t tile_amax_bits(const TileSrc& s) {
   return m;
 }
 
+// The one-launch amax's exchange, in each CTA's shared memory: CTA r's maximum lands in cta_max[r]
+// of every CTA (st.async), and `bar` completes once all of them have.
+struct AmaxExchange {
+  uint64_t bar;
+  uint32_t cta_max[kOneLaunchCtas];
+  uint32_t warp_max[32];
+};
+__device__ __forceinline__ AmaxExchange& amax_exchange() {
+  __shared__ AmaxExchange x;
+  return x;
+}
+// At the kernel's start, before anything reads global memory: thread 0 sets the exchange's
+// mbarrier to expect 4 bytes from each CTA of the cluster (one arrival, its own), and every thread
+// arrives on a relaxed cluster barrier that publishes the initialisation (fence.mbarrier_init);
+// cluster_amax_bits waits on it before any CTA pushes its maximum.
+__device__ __forceinline__ void cluster_amax_open() {
+  AmaxExchange& x = amax_exchange();
+  if (threadIdx.x == 0) {
+    mbar_init(&x.bar, 1);
+    mbar_arrive_expect_tx(&x.bar, 4 * cluster_ctas());
+    mbar_init_fence();
+  }
+  cluster_arrive_relaxed();
+}
+
 // The amax pass of a one-launch call: the largest |x| of the whole input as fp32 abs bits (a
 // NaN above Inf, as the amax kernel gives it). A CTA takes the maximum of its own row tiles (at
 // most kOneLaunchMaxTilesPerCta = 2: cluster_amax_grid), loading both at once while the walk's
 // loads of the first are in flight (those L2 lines come once; the loop loads the second again,
-// from L2, while it quantizes the first). Then the warps' maxima meet through distributed shared
-// memory, each lane reading a few of them at once. Every thread then arrives on the cluster
-// barrier's second phase, and the kernel waits on it before it exits (cluster_wait), so that no
-// CTA's shared memory goes while another reads it.
+// from L2, while it quantizes the first). Then each CTA pushes its maximum into every CTA's
+// exchange (thread t to CTA t, st.async completing on that CTA's mbarrier) and waits on its own
+// (acquire at cluster scope) until all have landed; a cluster of one CTA takes its warps' maxima: no release fence and no barrier at the exit, since nothing reads another
+// CTA's shared memory and a CTA leaves only after every push into it (the barriers of session 25's
+// exchange, cluster_sync and a wait before exit, compiled to a GPU-wide fence and two L1
+// invalidations).
 // (Session 24's version read the input in chunks spread evenly over the cluster, 32 words per
 // thread in flight, and gathered the CTAs' maxima one remote load after another: at 16 x 7168 a
 // thread's four chunks missed its batch and went one round trip at a time.)
@@ -1257,32 +1334,38 @@ template <class C>
 __device__ uint32_t cluster_amax_bits(uint32_t m) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
   constexpr int kWarps = C::kThreads / 32;
-  constexpr int kReads = (kOneLaunchCtas * kWarps + 31) / 32;  // remote maxima per lane
-  __shared__ uint32_t warp_max[kWarps];
-  const uint32_t lane = threadIdx.x & 31;
+  static_assert(kWarps <= 32, "a warp_max slot per warp");
+  static_assert(C::kThreads >= kOneLaunchCtas, "a thread per CTA of the cluster pushes");
+  AmaxExchange& x = amax_exchange();
+  const uint32_t lane = threadIdx.x & 31, ctas = cluster_ctas();
   m = lane_max<32>(m);
-  if (lane == 0) warp_max[threadIdx.x >> 5] = m;
-  cluster_sync();  // every warp's maximum is in its CTA's shared memory
-  const uint32_t maxima = cluster_ctas() * kWarps;
-  m = 0;
-#pragma unroll
-  for (int j = 0; j < kReads; ++j) {
-    const uint32_t i = lane + 32 * j;
-    if (i < maxima) m = num::max_u32(m, ld_cluster_u32(&warp_max[i % kWarps], i / kWarps));
+  if (lane == 0) x.warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  cluster_wait();  // every CTA's exchange is initialised (cluster_amax_open)
+  if (ctas == 1) {  // no exchange (st.async is defined in clusters of more than one CTA only)
+    m = lane < kWarps ? x.warp_max[lane] : 0u;
+    return lane_max<32>(m);
   }
-  m = lane_max<32>(m);
-  cluster_arrive_relaxed_after(m);  // done reading the other CTAs' shared memory: m used every value read
-  return m;
+  if (threadIdx.x < ctas) {
+    uint32_t c = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) c = num::max_u32(c, x.warp_max[w]);
+    st_async_u32(&x.cta_max[cluster_rank()], c, &x.bar, threadIdx.x);
+  }
+  mbar_wait_cluster(&x.bar, 0);  // every CTA's maximum is here
+  m = lane < ctas ? x.cta_max[lane] : 0u;
+  return lane_max<32>(m);
 }
 
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
-// are in flight while this one is quantized (two register sets, used in turn). The walk over
+// are in flight while this one is quantized (two register sets, used in turn); the 8-row shapes
+// and the fused rows kernels keep a ring of tiles in flight in shared memory instead (RingLoad). The walk over
 // the tiles is a RowsWalk (pointers and a 32-bit row count) in the rows shape, else a TileWalk.
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kernel(const TileParams p) {
   using Tile = FastTile<C>;
-  using L = typename Pick<C::kTransform, FusedLoad<C>,
-                          typename Pick<C::kGeo.async_load, AsyncLoad<C>, PlainLoad<C>>::type>::type;
+  using L = typename Pick<C::kGeo.ring != 0, RingLoad<C>,
+                          typename Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type>::type;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rl = lane / C::kCL, cl = lane % C::kCL;
   const int wr = warp / C::kWC, wc = warp % C::kWC;
@@ -1293,13 +1376,16 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (ActTable<C>::kOn) {
     if (p.act_table) ActTable<C>::fill();  // reads no global memory: ahead of the wait
   }
+  if constexpr (kClusterAmax<C>) {
+    if (p.cluster_amax) cluster_amax_open();  // reads no global memory either
+  }
   pdl_begin();  // launched with programmatic dependent launch (cuda/pdl.cuh)
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
   // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits of the
-  // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform over the grid, so
-  // every CTA takes part in the cluster barrier and waits on it before it exits.
+  // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform
+  // over the grid, so every CTA opened the exchange and takes part in it exactly once.
   bool one_launch = false;
   uint32_t amax_bits = 0;
   auto take_amax = [&](auto local_max) {
@@ -1311,11 +1397,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   auto rule_for_launch = [&] {
     return one_launch ? prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); }, true)
                       : prepare_rule(p, C::kElem);
-  };
-  auto leave = [&] {
-    if constexpr (kClusterAmax<C>) {
-      if (p.cluster_amax) cluster_wait();
-    }
   };
 
   // The row tiles of this CTA: blockIdx.y, + gridDim.y, ... to the end; or, with a short tail
@@ -1338,7 +1419,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if (int64_t(first) * C::kTileRows >= p.rows) {
     take_amax([] { return 0u; });
     rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
-    leave();
     return;
   }
   using Walk = typename Pick<C::kShape == FastShape::rows, RowsWalk<C>, TileWalk<C>>::type;
@@ -1352,8 +1432,16 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   FusedStats<C> stats;
   L a{};
   if constexpr (C::kTransform) a.table = p.act_table;
-  if constexpr (C::kGeo.async_load) a.load(at.src(0), p.x);
-  else a.load(at.src(0));
+  if constexpr (C::kGeo.ring != 0) {
+    static_assert(!kClusterAmax<C>, "the one-launch kernels load their tiles twice (tile_amax_bits)");
+#pragma unroll
+    for (int d = 0; d < L::kRing; ++d) {  // one group per tile, empty past the walk's end
+      if (d == 0 || at.ahead_exists(d)) L::issue(at.src(d), d, p.x);  // tile 0 exists (the return above)
+      cp_async_commit();
+    }
+  } else {
+    a.load(at.src(0));
+  }
   if constexpr (kClusterAmax<C>) {
     // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
     // already, the second's are L2 hits when the loop loads them while quantizing the first
@@ -1373,13 +1461,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     stats.add(w, p);
     Tile::run(w, at, n, p, rule, lane, warp);
   };
-  if constexpr (C::kGeo.async_load) {
-    for (;;) {
-      a.take();
-      if (at.next_exists()) a.load(at.src(1), p.x);  // warp-uniform, as the loop exits are
+  if constexpr (C::kGeo.ring != 0) {
+    // groups committed before tile i's wait: kRing + i; tile i's is complete once at most
+    // kRing - 1 are pending
+    for (int d = 0;;) {
+      cp_async_wait<L::kRing - 1>();
+      a.take(d);
+      if (at.ahead_exists(L::kRing)) L::issue(at.src(L::kRing), d, p.x);  // warp-uniform
+      cp_async_commit();
       quantize_tile(a);
       at.advance();
       if (at.done()) break;
+      if constexpr (L::kRing > 1) d = d + 1 == L::kRing ? 0 : d + 1;
     }
   } else if constexpr (C::kPrefetch) {
     L b{};
@@ -1404,7 +1497,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     }
   }
   stats.publish(p, c0, lane);
-  leave();
 }
 
 }  // namespace mxq::cuda

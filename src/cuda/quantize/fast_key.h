@@ -89,10 +89,11 @@ struct FastGeometry {
   int r, rl, cl, wr, wc;  // rows per thread, row / column lanes per warp, warps down / across
   int threads, tile_rows, tile_cols, max_regs, min_blocks;
   bool prefetch;  // the next row tile is loaded while this one is quantized (a second register set)
-  // The next row tile is copied by cp.async into this thread's slots of dynamic shared memory
-  // while this one is quantized: the prefetch of the 8-row shapes, which have no registers to
-  // spare for a second set. slot_bytes: the CTA's dynamic shared memory (0: none).
-  bool async_load;
+  // Row tiles in flight in shared memory instead (0: none): cp.async into this thread's ring of
+  // `ring` slots of dynamic shared memory, each refilled as soon as it is read: the prefetch of the
+  // 8-row shapes, which have no registers to spare for a second set, and of the fused rows kernels.
+  // slot_bytes: the CTA's dynamic shared memory (0: none).
+  int ring;
   int slot_bytes;
 };
 
@@ -162,8 +163,26 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   }();
   g.min_blocks = 65536 / (g.threads * g.max_regs);
   g.prefetch = rows;
-  g.async_load = !rows && k.fuse == 0;
-  g.slot_bytes = g.async_load ? g.threads * g.r * (k.dtype == 0 ? 32 : 16) : 0;
+  // The ring: as many tiles as the SM's shared memory holds beside the kernel's own (the bf16
+  // table, dbias sums, the row+col staging: `own`, an upper bound) at min_blocks CTAs per SM,
+  // within [lo, hi]. The 8-row plain kernels keep one tile (deeper rings measured slower: MXFP4
+  // row+col 0.730 -> 0.716, NVFP4 16 x 16 0.874 -> 0.815 of copy at 8192 x 7168, bench/NOTES.md
+  // v13); the single-input fused rows kernels keep 4 instead of one register tile ahead (1x128
+  // gelu 0.65 -> 0.73-0.78, silu +2%); the two-input ones (gated, dact) keep their register
+  // prefetch (a ring measured slower: mxfp8 swiglu 0.793 -> 0.737).
+  const int tile_bytes = g.threads * g.r * (k.dtype == 0 ? 32 : 16);  // one input (the ring is single-input)
+  auto ring = [&](int own, int lo, int hi) {
+    const int fit = (224 * 1024 / g.min_blocks - own) / tile_bytes;
+    return fit < lo ? lo : (fit > hi ? hi : fit);
+  };
+  const int table = act_table_capable(k) ? int(sizeof(float) * num::Bf16Table::kSize) : 0;
+  const int sums = (k.fuse & kFuseDbias) ? 16 * 1024 : 0;
+  if (!rows && k.fuse == 0) g.ring = 1;
+  if (rows && transforms(k) && !two_inputs) {
+    g.ring = ring(table + sums + 2048, 2, 4);
+    g.prefetch = false;
+  }
+  g.slot_bytes = g.ring * tile_bytes;
   return g;
 }
 

@@ -57,6 +57,13 @@ inline constexpr int kOneLaunchMaxColTiles = 8;
 inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;
 std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols,
                                       int64_t max_elements = kOneLaunchMaxElements);
+// Whether `device` can co-schedule a cluster of `ctas` CTAs (1 .. kOneLaunchCtas; a cluster's
+// CTAs share a GPC): a partition of a GPU (a MIG instance, an MPS share) may not, and there a
+// one-launch call would fail to launch, so the call takes the two kernels instead. Asked once per
+// device and size (cudaOccupancyMaxActiveClusters of an empty probe kernel held to one CTA per SM
+// by its shared memory: a cluster of it needs as many SMs of a GPC as it has CTAs, the most any
+// kernel can need, so a yes holds for the one-launch kernels); a refused query counts as no.
+bool cluster_fits(int device, int ctas);
 
 // Whether the fused kernel `key` launched on `grid` over a rows x cols input looks its function
 // up in a bf16 table (fast.cuh ActTable): where the key allows it (act_table_capable) and each

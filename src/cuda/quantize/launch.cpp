@@ -180,9 +180,12 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const bool fused_amax = fused && !rc.has_global_scale() && out.amax.data != nullptr && !x.empty();
   if (fused_amax) zero(out.amax.data, 4, "amax reset");
   const bool need_amax = out.amax.data != nullptr && !fused_amax;
-  // A small per-tensor call whose kernel takes the amax itself: one launch (cluster_amax_grid)
-  const bool one_launch = need_amax && !opt.amax_in && key && path != Path::generic &&
-                          cuda::cluster_amax_grid(*key, x.rows, n).has_value();
+  // A small per-tensor call whose kernel takes the amax itself: one launch (cluster_amax_grid), one
+  // cluster, where the device can co-schedule it (cluster_fits)
+  const std::optional<dim3> one_grid = need_amax && !opt.amax_in && key && path != Path::generic
+                                           ? cuda::cluster_amax_grid(*key, x.rows, n)
+                                           : std::nullopt;
+  const bool one_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
   if (need_amax && !one_launch) {
     if (opt.amax_in) {
       check_cuda(cudaMemcpyAsync(out.amax.data, opt.amax_in, 4, cudaMemcpyDeviceToDevice, stream), "amax copy");
@@ -245,9 +248,12 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.amax_out = fused_amax ? static_cast<unsigned*>(out.amax.data) : nullptr;
   p.cluster_amax = one_launch;
 
-  // Scale padding must read as zero; only the padded layouts need the memset.
+  // Scale padding must read as zero: the memset only where this shape leaves padding in its layout
+  // (the kernels write every scale of the matrix, as the CPU backend's rule assumes too). A
+  // swizzled_128x4 tensor of 8192 x 7168 has none; its 3.7 MB memset was a graph node of its own.
   auto zero_padding = [&](const Buffer& buf, const BufferSpec& s) {
-    if (s.present() && s.geometry.layout != ScaleLayout::row_major) zero(buf.data, s.bytes, "scale padding reset");
+    if (s.present() && num::scale_storage_units(s.geometry) != s.geometry.mn * s.geometry.kb)
+      zero(buf.data, s.bytes, "scale padding reset");
   };
   zero_padding(out.scales, L.scales);
   zero_padding(out.col_scales, L.col_scales);

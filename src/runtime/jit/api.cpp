@@ -36,10 +36,15 @@ std::pair<Recipe, int> parse_warmup(const std::string& text) {
   const Recipe r = Recipe::parse(text.substr(0, at));
   int act = 0;
   bool dact = false, dbias = false;
+  std::vector<std::string> seen;
   while (at != std::string::npos) {
     const size_t next = text.find('+', at + 1);
     const std::string part = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
     const std::string arg = "jit_warmup: '" + text + "'";
+    const std::string kind = part == "dbias" ? "dbias" : "activation";
+    if (std::find(seen.begin(), seen.end(), kind) != seen.end())
+      fail_arg(arg + ": a second " + kind + " ('" + part + "'); expected at most one activation (or dACT) and one dbias");
+    seen.push_back(kind);
     if (part == "dbias") {
       dbias = true;
     } else if (part.size() > 1 && part[0] == 'd' && part != "dbias") {
@@ -97,10 +102,14 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   if (n < 1 || k < 1) fail_arg(arg + ": needs N >= 1 and K >= 1, e.g. gemm:N=7168,K=7168");
   check_promote_k(pk, arg + ": promote_k");
   check_block_m(bm, arg + ": block_m");
-  std::vector<runtime::jit::GemmKey> keys;
+  // the intervals of the calls these kernels serve: promote_k's, or each D dtype's default
+  std::vector<int> intervals;
   for (const DType out : {DType::float32, DType::bfloat16}) {
-    const int interval = resolve_promote_k(int(pk), out);
-    if (!keys.empty() && keys.front().group == interval / 32) continue;  // promote_k given: one interval
+    const int i = resolve_promote_k(int(pk), out);
+    if (std::find(intervals.begin(), intervals.end(), i) == intervals.end()) intervals.push_back(i);
+  }
+  std::vector<runtime::jit::GemmKey> keys;
+  for (const int interval : intervals) {
     for (const int rows : {128, 256}) {
       if (bm != 0 && bm != rows) continue;
       keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k, 1, b1d));
@@ -143,6 +152,12 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
         if (std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
       }
     }
+  }
+  if (const std::vector<int> ok = runtime::jit::jit_archs(); std::find(ok.begin(), ok.end(), arch) == ok.end()) {
+    std::string list;
+    for (int a : ok) list += (list.empty() ? "" : ", ") + std::to_string(a);
+    fail_arg("jit_warmup: arch=" + std::to_string(arch) + " is not supported; expected 0 (this GPU's) or one of " + list +
+             " (NVRTC " + runtime::jit::nvrtc_version() + ", from sm_90: the kernels need its clusters and mbarriers)");
   }
   if (!gemm_keys.empty() && arch != 90)
     fail_arg("jit_warmup: arch=" + std::to_string(arch) +

@@ -80,6 +80,18 @@ std::vector<std::string> compile_options(int arch) {
   return {target, "-std=c++20", "-default-device", "--ptxas-options=-v"};
 }
 
+std::vector<int> jit_archs() {
+  int n = 0;
+  std::vector<int> all, ours;
+  if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+    all.resize(size_t(n));
+    if (nvrtcGetSupportedArchs(all.data()) != NVRTC_SUCCESS) all.clear();
+  }
+  for (int a : all)
+    if (a >= 90) ours.push_back(a);
+  return ours;
+}
+
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "";

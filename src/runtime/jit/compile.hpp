@@ -21,6 +21,9 @@ std::string kernel_source(const cuda::FastKey& k);
 // NVRTC options for compute capability `arch` (90 -> sm_90a: the kernels use sm_90 features).
 std::vector<std::string> compile_options(int arch);
 std::string nvrtc_version();  // "13.0"; "" when NVRTC cannot be queried
+// The architectures the JIT compiles for: NVRTC's supported ones from 90 (the kernels use sm_90
+// features: clusters, mbarriers, programmatic launch), ascending.
+std::vector<int> jit_archs();
 
 struct Compiled {
   std::string lowered_name;  // the kernel's mangled name in the cubin

@@ -179,7 +179,7 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
 }
 }  // namespace
 
-void prepare(const cuda::FastKey& key, int device) { loaded(key, device); }
+int prepare(const cuda::FastKey& key, int device) { return loaded(key, device).blocks_per_sm; }
 
 bool is_loaded(const cuda::FastKey& key, int device) {
   return functions().peek(pack_key(key, cuda::arch_of(device), device)) != nullptr;

@@ -26,7 +26,8 @@ std::string summary();
 const Compiled& compiled(const cuda::FastKey& key, int arch);
 
 // Compiles (or finds) and loads the kernel for `key` into `device`'s context; throws on failure.
-void prepare(const cuda::FastKey& key, int device);
+// Returns the CTAs per SM it reaches (the occupancy its grids are shaped for).
+int prepare(const cuda::FastKey& key, int device);
 // Whether it is loaded into `device`'s context already.
 bool is_loaded(const cuda::FastKey& key, int device);
 // Launches it (prepare() first, so that errors come before anything is enqueued).
