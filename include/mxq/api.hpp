@@ -99,7 +99,7 @@ uint64_t jit_cache_clear();  // entries removed from disk
 
 // Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
 // dtype; an entry "RECIPE+ACT", "RECIPE+dACT", "RECIPE+dbias" (or several, "mxfp8+dgelu+dbias")
-// names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]" the GEMM's TMA +
+// names a fused kernel, and "gemm:N=7168,K=7168[,promote_k=128][,block_m=256][,kind=1d1d]" the GEMM's TMA +
 // wgmma kernel specialised on N and K (what Backend::cuda_jit runs for such a call; without
 // promote_k, or with 0, the intervals of both D dtypes' defaults, 32 and 128; without block_m, or
 // with 0, both tile heights, since the call's M chooses, and at 128 rows the split-K cluster
@@ -124,12 +124,13 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 // FP8 GEMM (CUDA >= 12.9) when it takes the call: fp32 scales, A's in layout mn_major_tma with
 // M % 4 == 0, B's 128 x 128 row_major with K % 512 == 0 or 1 x 128 mn_major_tma with N % 4 == 0,
 // K % 16 == 0, 16-byte aligned operands and row strides, no bias, C only with an fp32 D.
-// Our kernels (cuda-aot; auto prefers them for M <= 16 and M > 64, cuBLASLt in between where it
-// takes the call): the swap-AB decode kernels for M <= 32 with K % 128 == 0 and 16-byte aligned
-// A and B (up to 64 where their tiles fit one wave or the wgmma kernel cannot run); the TMA +
-// wgmma kernel when A's scales are fp32 in layout mn_major_tma, B's 128 x 128 fp32 (any layout),
-// K % 16 == 0 and A, B and A's scales are 16-byte aligned (any M, N); the generic kernel (correct
-// for any shape, not fast; under auto a fallback, which strict mode refuses) for the rest.
+// Our kernels (cuda-aot; auto prefers them for M <= 16 and, 1D2D, M > 64, cuBLASLt in between
+// and for 1D1D where it takes the call): the swap-AB decode kernels for M <= 32 with K % 128 == 0
+// and 16-byte aligned A and B (up to 64 where their tiles fit one wave or the wgmma kernel cannot
+// run); the TMA + wgmma kernel when A's scales are fp32 in layout mn_major_tma, B's 128 x 128 in
+// any layout and format or B's 1 x 128 (1D1D) fp32 in mn_major_tma, K % 16 == 0 and A, B and the
+// 1 x 128 scales are 16-byte aligned (any M, N); the generic kernel (correct for any shape, not
+// fast; under auto a fallback, which strict mode refuses) for the rest.
 // `mxq gemm-plan` and mxq/gemm_plan.hpp give the exact rule.
 struct GemmOptions {
   Backend backend = Backend::automatic;

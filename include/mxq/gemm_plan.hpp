@@ -18,17 +18,18 @@
 //   one wave, at n <= 32), block_m = n = 16, 32 or 64 activation rows, and a cluster of split_k
 //   CTAs splitting K (decode_cluster: up to 8, as many as keep every cluster resident in one
 //   wave, ArchDesc::resident_clusters, with >= 4 K blocks each).
-// - "tma-wgmma" for 1D2D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows):
+// - "tma-wgmma" for 1D2D and 1D1D with K % 16 == 0 otherwise (TMA needs 16-byte aligned FP8 rows;
+//   1D1D applies B's 1 x 128 scales per tile column at each promotion):
 //   128 x 128 x 128 tiles with 5 stages, or 256 x 128 x 128 with 4 where waves times a tile's
 //   cost (a 256-row tile counted as 1.8 128-row ones) come out smaller (gemm_config::
 //   wgmma_block_m), a persistent grid of min(tiles, SMs) CTAs. Where 128-row tiles are so few
 //   that clusters of 2 or 4 CTAs, one tile each, all fit one wave (and each CTA keeps >= 4 K
 //   blocks), the cluster splits the tile's K instead (gemm_config::wgmma_split_k; 128 x 7168 is
 //   56 tiles: 112 CTAs).
-// - "generic" for the rest (1D1D, K % 16 != 0): one output per thread; correct for every valid
-//   shape, never an error.
+// - "generic" for the rest (K % 16 != 0): one output per thread; correct for every valid shape,
+//   never an error.
 // Not planned yet (issue 6): BLOCK_N chosen per shape for the fewest waves, 2-CTA clusters with
-// TMA multicast, a wgmma kernel for 1D1D.
+// TMA multicast.
 #pragma once
 
 #include <cstdint>

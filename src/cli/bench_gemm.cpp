@@ -35,9 +35,10 @@ std::array<int64_t, 3> parse_gemm_shape(const std::string& text) {
 }
 
 std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& shapes,
-                                     const std::vector<GemmBenchRun>& runs) {
+                                     const std::vector<GemmBenchRun>& runs, GemmKind kind) {
   const Device gpu{DeviceKind::cuda, 0};
-  const Recipe ra = Recipe::parse("fp8_block_1x128:layout=mn_major_tma"), rb = Recipe::parse("fp8_block_128x128");
+  const Recipe ra = Recipe::parse("fp8_block_1x128:layout=mn_major_tma"),
+               rb = Recipe::parse(kind == GemmKind::d1d2 ? "fp8_block_128x128" : "fp8_block_1x128:layout=mn_major_tma");
   std::vector<GemmBenchRow> rows;
   for (auto [m, n, k] : shapes) {
     DeviceBuffer xa(gpu, m * k * 2), xb(gpu, n * k * 2), d(gpu, m * n * 2);
@@ -84,7 +85,7 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
   return rows;
 }
 
-std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows) {
+std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows, GemmKind kind) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9s %9s %7s %9s %8s\n", "M x N x K", "asked", "ran", "us",
@@ -102,7 +103,9 @@ std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows) {
                     r.vs_cublaslt > 0 ? (std::to_string(r.vs_cublaslt).substr(0, 4) + "x").c_str() : "-");
     out += line;
   }
-  out += "A 1x128 (mn_major_tma) x B 128x128 FP8, bf16 D, CUDA-graph replay; %peak of 1979 TFLOP/s; w GB/s = N*K / time; xcuBLAS = cuBLASLt's time / this row's\n";
+  out += std::string("A 1x128 (mn_major_tma) x B ") + (kind == GemmKind::d1d2 ? "128x128" : "1x128 (mn_major_tma)") +
+         " FP8, bf16 D, CUDA-graph replay; %peak of 1979 TFLOP/s; w GB/s = N*K / time; xcuBLAS = cuBLASLt's time / "
+         "this row's\n";
   return out;
 }
 

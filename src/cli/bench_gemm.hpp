@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mxq/api.hpp"
+#include "mxq/gemm_plan.hpp"
 
 namespace mxq::cli {
 
@@ -30,11 +31,11 @@ struct GemmBenchRun {
   int promote_k = 0;  // 0: D's dtype's (resolve_promote_k)
   int block_m = 0;  // 0: the plan's choice
 };
-// A 1x128 (mn_major_tma) x B 128x128, bf16 D, operands quantized on GPU 0 by mxq::quantize;
-// device time per call under CUDA-graph replay.
+// A 1x128 (mn_major_tma) x B 128x128 (1D2D) or 1x128 (mn_major_tma; 1D1D), bf16 D, operands
+// quantized on GPU 0 by mxq::quantize; device time per call under CUDA-graph replay.
 std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& shapes,
-                                     const std::vector<GemmBenchRun>& runs);
+                                     const std::vector<GemmBenchRun>& runs, GemmKind kind = GemmKind::d1d2);
 
-std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows);
+std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows, GemmKind kind = GemmKind::d1d2);
 
 }  // namespace mxq::cli

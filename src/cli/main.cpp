@@ -81,7 +81,8 @@ int run_info(bool as_json) {
 }
 
 int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::string& backend_list, int promote_k,
-                   const std::vector<int>& block_ms, bool as_json) {
+                   const std::vector<int>& block_ms, const std::string& kind_text, bool as_json) {
+  const mxq::GemmKind kind = kind_text == "1d1d" ? mxq::GemmKind::d1d1 : mxq::GemmKind::d1d2;
   std::vector<std::array<int64_t, 3>> shapes;
   for (const auto& t : shape_texts) shapes.push_back(mxq::cli::parse_gemm_shape(t));
   if (shapes.empty()) shapes = mxq::cli::gemm_bench_shapes();
@@ -99,9 +100,9 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
   if (mxq::runtime::cuda_device_count() == 0)
     mxq::fail(mxq::ErrorCode::backend_unavailable,
               "mxq bench gemm: no usable CUDA device (" + mxq::backend_status()[1].detail + ")");
-  const auto rows = mxq::cli::bench_gemm(shapes, backends);
+  const auto rows = mxq::cli::bench_gemm(shapes, backends, kind);
   if (!as_json) {
-    std::fputs(mxq::cli::gemm_bench_table(rows).c_str(), stdout);
+    std::fputs(mxq::cli::gemm_bench_table(rows, kind).c_str(), stdout);
     return 0;
   }
   json j = json::array();
@@ -185,7 +186,7 @@ static int run(int argc, char** argv) {
   std::vector<std::string> warm_recipes;
   int warm_arch = 0, warm_threads = 0;
   cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
-  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..] for the GEMM kernel specialised on N and K (both tile heights without block_m) (default: every quantize preset and option)");
+  cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..][,kind=1d1d] for the GEMM kernel specialised on N and K (both tile heights without block_m; kind: the recipe, 1d2d by default) (default: every quantize preset and option)");
   cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
   cache->add_option("--threads", warm_threads, "warmup: compiler threads (default 0: one per core)")
       ->check(CLI::Range(0, 4096));
@@ -225,6 +226,9 @@ static int run(int argc, char** argv) {
                    "GemmOptions::block_m of our wgmma kernel, one run each: 0 (the plan's choice), 128, 256")
       ->delimiter(',')
       ->check(CLI::IsMember({0, 128, 256}));
+  std::string bkind = "1d2d";
+  bgemm->add_option("--kind", bkind, "1d2d (B 128x128 scales) or 1d1d (B 1x128, a weight gradient's)")
+      ->check(CLI::IsMember({"1d2d", "1d1d"}));
   bgemm->add_flag("--json", as_json, "machine-readable output");
 
   CLI11_PARSE(app, argc, argv);
@@ -261,7 +265,7 @@ static int run(int argc, char** argv) {
       return 0;
     }
     if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
-    if (*bgemm) return run_bench_gemm(bshapes, bbackends, bpromote, bblock_m, as_json);
+    if (*bgemm) return run_bench_gemm(bshapes, bbackends, bpromote, bblock_m, bkind, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);
       const auto L = mxq::plan(r, rows, cols);

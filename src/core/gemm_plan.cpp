@@ -42,10 +42,11 @@ ResidentClusters gemm_config::wgmma_resident(const ArchDesc& arch) {
   return r;
 }
 
-GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind kind, const ArchDesc& arch, bool wgmma_operands,
+// Both recipes have every kernel: the kind does not move the rule (the operands' check does).
+GemmPath gemm_path(int64_t m, int64_t n, int64_t k, GemmKind /*kind*/, const ArchDesc& arch, bool wgmma_operands,
                    int promote_k) {
   if (arch.major != 9) return GemmPath::generic;
-  const bool wgmma = kind == GemmKind::d1d2 && k % 16 == 0 && wgmma_operands,
+  const bool wgmma = k % 16 == 0 && wgmma_operands,
              decode = m <= kDecodeMaxM && k % 128 == 0 && !(wgmma && decode_cedes_short_k(m, k, promote_k));
   if (decode && (m <= kDecodePreferMaxM || !wgmma || decode_one_wave(m, n, arch.sms))) return GemmPath::swap_ab;
   return wgmma ? GemmPath::tma_wgmma : GemmPath::generic;
@@ -71,7 +72,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       p.path = "swap-ab";
       p.why = "M=" + std::to_string(m) + " <= " +
               (m <= kDecodePreferMaxM ? std::to_string(kDecodePreferMaxM)
-                                      : std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or no wgmma kernel for this kind)") +
+                                      : std::to_string(kDecodeMaxM) + " (its tiles fit one wave, or the wgmma kernel cannot take the operands)") +
               " and K % 128 == 0: ";
       if (decode_use_mma(m, k)) {  // decode_mma.cu: 16 weight rows per warp, warps split K inside the CTA
         p.why += "the weights are mma.sync's 16-row operand";
@@ -103,7 +104,8 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
       else p.why += " (the decode kernel's tiles would take 2 waves)";
       p.why += ": " + std::to_string(p.block_m) +
                "x128 tiles (256 rows where waves times a tile's cost come out smaller), promote-k " +
-               std::to_string(promote_k);
+               std::to_string(promote_k) +
+               (kind == GemmKind::d1d1 ? ", B's 1x128 scales applied per tile column at each promotion" : "");
       p.block_n = kWgmmaBN;
       p.stages = wgmma_stages(p.block_m);
       p.cluster = p.split_k = wgmma_split_k(m, n, k, p.block_m, wgmma_resident(arch));
@@ -113,15 +115,13 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
                  " tiles would leave SMs idle: a cluster of " + std::to_string(p.split_k) +
                  " CTAs splits each tile's K (one tile per cluster, partial tiles summed in distributed shared memory)";
       p.tiles = wgmma_tiles(m, n, p.block_m) * p.split_k;
-      p.smem_bytes = wgmma_smem_bytes(p.block_m);
+      p.smem_bytes = wgmma_smem_bytes(p.block_m, kind == GemmKind::d1d1);
       break;
     case GemmPath::generic:
       p.path = "generic";
       if (arch.major != 9)
         p.why = "sm_" + std::to_string(arch.major) + std::to_string(arch.minor) +
                 ": the tensor-core kernels are built for sm_90a (wgmma, TMA)";
-      else if (kind != GemmKind::d1d2)
-        p.why = "1D1D (B with 1x128 scales) has no wgmma kernel yet; cuBLASLt takes it where it can";
       else
         p.why = "K=" + std::to_string(k) + " is not a multiple of 16 (TMA needs 16-byte aligned FP8 rows)";
       break;
@@ -138,7 +138,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t k, GemmKind kind, DType out, co
 }
 
 std::string to_string(const GemmPlan& p) {
-  char buf[640];  // the longest `why` is about 320 characters
+  char buf[768];  // the longest `why` is about 370 characters
   std::snprintf(buf, sizeof buf,
                 "%s: block %dx%dx%d, %d stages, cluster %d, split-k %d, %lld tiles, %d CTAs per SM, %lld waves (last "
                 "%.0f%%), %lld bytes of shared memory, %s; %s",

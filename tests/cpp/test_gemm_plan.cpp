@@ -50,8 +50,15 @@ TEST(GemmPlan, EveryIssueShapeHasAPlanThatFits) {
         }
         EXPECT_GT(p.last_wave, 0.0);
         EXPECT_LE(p.last_wave, 1.0);
-        // 1D1D has no wgmma kernel: decode where it takes the shape, generic otherwise
-        EXPECT_EQ(plan_gemm(m, n, k, GemmKind::d1d1, out, kH200).path, m <= 64 ? "swap-ab" : "generic");
+        // 1D1D runs the same kernels (the wgmma kernel's 1D1D instance brings B's 1 x 128 scales
+        // with each stage: 512 more bytes per stage)
+        const GemmPlan w = plan_gemm(m, n, k, GemmKind::d1d1, out, kH200);
+        EXPECT_EQ(w.path, p.path) << to_string(w);
+        if (!decode) {
+          EXPECT_EQ(w.smem_bytes, p.smem_bytes + 512 * p.stages) << to_string(w);
+          EXPECT_LE(w.smem_bytes, kH200.smem_per_block) << to_string(w);
+          EXPECT_NE(w.why.find("1x128 scales applied per tile column"), std::string::npos) << w.why;
+        }
       }
 }
 
@@ -153,9 +160,11 @@ TEST(GemmPlan, ShortKAtPromoteK128TakesTheWgmmaKernel) {
       EXPECT_NE(std::string(e.what()).find("promote_k=48; expected 0 (by D's dtype), 32, 64 or 128"), std::string::npos)
           << e.what();
     }
-    // operands the wgmma kernel cannot take (1D1D, other scale layouts) stay on the decode kernel
+    // operands the wgmma kernel cannot take (other scale layouts) stay on the decode kernel; 1D1D
+    // cedes as 1D2D does
     EXPECT_EQ(gemm_path(c.m, c.n, c.k, GemmKind::d1d2, kH200, false, 128), GemmPath::swap_ab);
-    EXPECT_EQ(plan_gemm(c.m, c.n, c.k, GemmKind::d1d1, DType::bfloat16, kH200, 128).path, "swap-ab");
+    EXPECT_EQ(plan_gemm(c.m, c.n, c.k, GemmKind::d1d1, DType::bfloat16, kH200, 128).path,
+              c.wgmma ? "tma-wgmma" : "swap-ab");
   }
 }
 
@@ -345,7 +354,7 @@ TEST(GemmPlan, DecodeKernelsByRows) {
   // the H200's measured rows, by CTAs per SM: 2 (128-row tiles) and 3 (64-row tiles)
   EXPECT_EQ(gemm_config::decode_resident(kH200, 2).at[2], 62);
   EXPECT_EQ(gemm_config::decode_resident(kH200, 3).at[2], 92);
-  EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "generic");
+  EXPECT_EQ(plan_gemm(65, 7168, 7168, GemmKind::d1d1, DType::bfloat16, kH200).path, "tma-wgmma");
   // operands the wgmma kernel refuses: the decode kernel up to 64 rows, generic beyond
   EXPECT_EQ(gemm_path(48, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
   EXPECT_EQ(gemm_path(64, 7168, 512, GemmKind::d1d2, kH200, false), GemmPath::swap_ab);
@@ -377,7 +386,8 @@ TEST(GemmPlan, ShapesTheFastKernelsCannotTakeGoGenericNeverToAnError) {
   EXPECT_NE(a.why.find("sm_80"), std::string::npos) << a.why;
   EXPECT_EQ(gemm_path(4096, 4096, 4096, GemmKind::d1d2, ampere), GemmPath::generic);
   EXPECT_EQ(gemm_path(129, 7168, 100, GemmKind::d1d2, kH200), GemmPath::generic);
-  EXPECT_EQ(gemm_path(129, 7168, 7168, GemmKind::d1d1, kH200), GemmPath::generic);
+  EXPECT_EQ(gemm_path(129, 7168, 7168, GemmKind::d1d1, kH200), GemmPath::tma_wgmma);
+  EXPECT_EQ(gemm_path(129, 7168, 7168, GemmKind::d1d1, kH200, false), GemmPath::generic);
   EXPECT_THROW(plan_gemm(0, 16, 16, GemmKind::d1d2, DType::bfloat16, kH200), Error);
   EXPECT_THROW(plan_gemm(16, 16, 16, GemmKind::d1d2, DType::float16, kH200), Error);
 }

@@ -134,10 +134,22 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, blk, 1, 200, 1120, Backend::cuda_aot, "wgmma 256x128", 256},
                         Case{tma, blk, 2100, 2200, 512, Backend::cuda_aot, "wgmma 256x128", 256},
                         Case{tma, blk, 257, 7168, 256, Backend::cuda_aot, "wgmma 256x128"},  // the plan's choice
+                        // B's 128 x 128 scales as UE8M0 bytes (the producer reads any layout and format)
+                        Case{tma, "fp8_block_128x128:pow2=1,scale=float8_e8m0fnu", 257, 300, 1120, Backend::cuda_aot,
+                             "split-K over a cluster of 2"},
                         // the same kernel specialised on N and K by the JIT
                         Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "specialised N=300 K=1120"},
                         Case{tma, blk, 300, 136, 48, Backend::cuda_jit, "specialised N=136 K=48"},
                         Case{tma, blk, 257, 300, 1120, Backend::cuda_jit, "jit wgmma 256x128", 256},
+                        // 1D1D on the wgmma kernel (B's scale per tile column at each promotion):
+                        // the same tails, split-K clusters, 256-row tiles, the JIT
+                        Case{tma, tma, 257, 300, 1120, Backend::cuda_aot, "split-K over a cluster of 2, 1D1D"},
+                        Case{tma, tma, 129, 300, 4096, Backend::cuda_aot, "split-K over a cluster of 4, 1D1D"},
+                        Case{tma, tma, 2100, 2200, 608, Backend::cuda_aot, "wgmma 128x128"},
+                        Case{tma, tma, 300, 136, 48, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, tma, 2100, 2200, 512, Backend::cuda_aot, "wgmma 256x128", 256},
+                        Case{tma, tma, 257, 300, 1120, Backend::cuda_jit, "specialised N=300 K=1120"},
+                        Case{tma, tma, 300, 136, 48, Backend::cuda_jit, "jit wgmma 256x128", 256},
                         Case{row, blk, 129, 200, 1024, Backend::cuda_aot, "generic"},
                         Case{packed, blk, 7, 130, 896, Backend::cuda_aot, "decode"},
                         Case{row, row, 64, 200, 1024, Backend::cuda_aot, "decode"},
@@ -159,19 +171,21 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
                         Case{tma, blk, 1, 200, 16384, Backend::cuda_aot, "decode, wgmma"},
                         Case{row, blk, 33, 77, 1000, Backend::cuda_aot, "generic"}}) {
     std::mt19937 rng(uint32_t(c.m * 31 + c.n));
-    // Row r's values times 2^((r / group) % spread): every block's codes stay those of the
-    // unscaled integers (the block scale takes the power of two), so the sums stay exact, but a
-    // scale read from the wrong row (A: 64-row blocks, B: 128-row blocks) gives a wrong integer.
+    // The values of row r in K block b times 2^((r / group + b) % spread): every block's codes
+    // stay those of the unscaled integers (the block scale takes the power of two), so the sums
+    // stay exact, but a scale read from the wrong row (1 x 128 scales: every row its own; B's
+    // 128 x 128 blocks: 128 rows) or the wrong K block gives a wrong integer.
     auto ints = [&](int64_t rows, int64_t group, int spread) {
       std::vector<float> v(size_t(rows * c.k));
-      for (int64_t r = 0; r < rows; ++r) {
-        const float f = float(1 << ((r / group) % spread));
-        for (int64_t t = 0; t < c.k; ++t)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < c.k; ++t) {
+          const float f = float(1 << ((r / group + t / 128) % spread));
           v[size_t(r * c.k + t)] = f * ((t % 128 == r % 128) ? 2.0f : float(int(rng() % 5) - 2));
-      }
+        }
       return v;
     };
-    Input xa(c.m, c.k, ints(c.m, 64, 3)), xb(c.n, c.k, ints(c.n, 128, 2));
+    const bool b_blocks = std::string(c.rb).rfind("fp8_block_128x128", 0) == 0;  // 128 x 128 scales, else 1 x 128
+    Input xa(c.m, c.k, ints(c.m, 1, 3)), xb(c.n, c.k, b_blocks ? ints(c.n, 128, 2) : ints(c.n, 1, 3));
     QuantizedBuffers qa = quantized(c.ra, xa, c.m, c.k), qb = quantized(c.rb, xb, c.n, c.k);
     for (int pk : {32, 64, 128}) {  // every promotion interval of the wgmma kernel is exact here
       std::string ran;
@@ -183,6 +197,7 @@ TEST(GpuGemm, ExactOnSmallIntegers) {
       const bool tiled = ran.find("TMA warp-specialized") != std::string::npos;  // the wgmma kernel
       if (tiled) {
         EXPECT_NE(ran.find("promote-k " + std::to_string(pk)), std::string::npos) << where;
+        EXPECT_EQ(ran.find(", 1D1D") != std::string::npos, std::string(c.rb) == tma) << where;  // B's 1 x 128 scales
       }
       for (int64_t i = 0; i < c.m; ++i)
         for (int64_t j = 0; j < c.n; ++j) {
@@ -303,6 +318,9 @@ TEST(GpuGemm, RandomAgainstReference) {
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 1, 2112, 1536},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 129, 300, 1000},
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:layout=mn_major_tma", 256, 384, 512},
+                        // 1D1D (weight gradient) on the wgmma kernel: several tiles, tails in N and K
+                        Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_1x128:layout=mn_major_tma", 1000, 700,
+                             4160},
                         Case{"fp8_block_1x128", "fp8_block_128x128", 7, 96, 640},
                         // the wgmma decode kernel (9..32 rows): K over a cluster of 8, and 1D1D
                         Case{"fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128", 16, 2112, 7168},
@@ -356,17 +374,20 @@ TEST(GpuGemm, JitSpecialisedEqualsAot) {
   REQUIRE_GPU();
   struct Case {
     int64_t m, n, k;
+    const char* rb = "fp8_block_128x128";
   };
   struct Strict {  // around the GEMM calls only, and back as it was whatever happens
     bool was = strict();
     Strict() { set_strict(true); }
     ~Strict() { set_strict(was); }
   };
-  for (const Case& c : {Case{4096, 2112, 1536}, Case{129, 300, 7168}, Case{1000, 700, 1120}}) {
+  // (1D1D: B's 1 x 128 scales, the kernel's kB1D instance)
+  for (const Case& c : {Case{4096, 2112, 1536}, Case{129, 300, 7168}, Case{1000, 700, 1120},
+                        Case{1000, 700, 1120, "fp8_block_1x128:layout=mn_major_tma"}}) {
     std::mt19937 rng(uint32_t(c.m * 7 + c.k));
     Input xa(c.m, c.k, outliers(rng, c.m * c.k)), xb(c.n, c.k, outliers(rng, c.n * c.k));
     QuantizedBuffers qa = quantized("fp8_block_1x128:layout=mn_major_tma", xa, c.m, c.k),
-                     qb = quantized("fp8_block_128x128", xb, c.n, c.k);
+                     qb = quantized(c.rb, xb, c.n, c.k);
     for (DType dt : {DType::float32, DType::bfloat16})
       for (int pk : {32, 128})
         for (int bm : {128, 256}) {
@@ -380,6 +401,7 @@ TEST(GpuGemm, JitSpecialisedEqualsAot) {
           // the same kernel as the AOT call's (tile rows, promote-k, the device's split-K), specialised
           EXPECT_EQ(aot.rfind("cuda-aot " + tile + " TMA warp-specialized, promote-k " + std::to_string(pk), 0), 0u)
               << where;
+          EXPECT_EQ(aot.find(", 1D1D") != std::string::npos, std::string(c.rb) != "fp8_block_128x128") << where;
           EXPECT_EQ(jit, "cuda-jit" + aot.substr(8) + ", specialised N=" + std::to_string(c.n) + " K=" + std::to_string(c.k))
               << where;
           ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
@@ -448,10 +470,13 @@ TEST(GpuGemm, WaitsForTheKernelBeforeIt) {
                         Case{1024, 2112, 512, Backend::cuda_aot, 32,
                              "wgmma 256x128 TMA warp-specialized, promote-k 32"},
                         Case{1024, 2112, 512, Backend::cuda_jit, 32, "promote-k 32, specialised N=2112 K=512"},
+                        // 1D1D on the wgmma kernel: B's scales through their own tensor map
+                        Case{1024, 2112, 512, Backend::cuda_aot, 128,
+                             "wgmma 256x128 TMA warp-specialized, promote-k 128", "fp8_block_1x128:layout=mn_major_tma"},
                         Case{129, 300, 1000, Backend::cuda_aot, 32, "generic"}}) {
     const std::string where =
         std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " B " + c.b_recipe;
-    const bool d1d1 = std::string(c.b_recipe) == "fp8_block_1x128";
+    const bool d1d1 = std::string(c.b_recipe).rfind("fp8_block_1x128", 0) == 0;
     const GemmPlan plan = plan_gemm(c.m, c.n, c.k, d1d1 ? GemmKind::d1d1 : GemmKind::d1d2, DType::float32, arch,
                                     c.promote_k);
     ASSERT_TRUE(plan.early_launch) << where << ": " << to_string(plan);

@@ -200,6 +200,10 @@ TEST(JitCompile, GemmWgmmaKernelCompilesForSm90a) {
   for (int group : {1, 2, 4}) keys.push_back({group, 0, 0, 128, group == 2 ? 4 : 2});
   keys.push_back({4, 7168, 7168, 128, 2});
   keys.push_back({4, 2112, 7168, 128, 4});
+  // 1D1D (B's 1 x 128 scales per tile column): both tile heights, a split, the groups' extremes
+  for (const GemmKey k : {GemmKey{1, 0, 0, 128, 1, true}, GemmKey{4, 7168, 7168, 128, 1, true},
+                          GemmKey{1, 0, 0, 256, 1, true}, GemmKey{4, 0, 0, 128, 2, true}})
+    keys.push_back(k);
   for (const GemmKey& key : keys) {
     ASSERT_TRUE(gemm_key_valid(key)) << gemm_key_text(key);
     const Compiled c = compile_gemm(key, 90);
@@ -221,6 +225,8 @@ TEST(JitCompile, GemmWgmmaKernelCompilesForSm90a) {
   EXPECT_EQ(gemm_key_text({1, 0, 0, 256}), "wgmma 256x128 promote-k 32 N=any K=any");
   EXPECT_EQ(gemm_key_text({4, 7168, 7168, 128, 2}), "wgmma 128x128 promote-k 128 N=7168 K=7168 split-K 2");
   EXPECT_NE(gemm_binary_key({4, 7168, 7168, 128, 2}, 90), gemm_binary_key({4, 7168, 7168, 128, 4}, 90));
+  EXPECT_NE(gemm_binary_key({4, 7168, 7168}, 90), gemm_binary_key({4, 7168, 7168, 128, 1, true}, 90));
+  EXPECT_EQ(gemm_key_text({4, 7168, 7168, 128, 2, true}), "wgmma 128x128 promote-k 128 N=7168 K=7168 split-K 2 1D1D");
   for (const GemmKey bad : {GemmKey{3, 128, 128}, GemmKey{4, int64_t(1) << 24, 128}, GemmKey{4, 128, 8},
                             GemmKey{4, 128, 136 + 4}, GemmKey{4, -1, 128}, GemmKey{4, 128, 128, 192},
                             GemmKey{4, 128, 128, 256, 2}, GemmKey{4, 128, 128, 128, 3}, GemmKey{4, 128, 128, 128, 8}}) {
@@ -251,8 +257,12 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
   // without promote_k both D dtypes' default intervals (32 for fp32 D, 128 for bf16); without
   // block_m both tile heights (the call's M chooses); with either, that one; at 128 rows also the
   // split-K kernels some M gets (N = 256, K = 1024: 8 K blocks, split 2 for few tiles)
-  const JitWarmupResult w = jit_warmup({"gemm:N=256,K=512,block_m=256", "gemm:N=256,K=1024,promote_k=32"}, 90, 1);
-  EXPECT_EQ(w.configs, 5);
+  // (and kind=1d1d, the 1D1D recipe's kernel)
+  const JitWarmupResult w = jit_warmup(
+      {"gemm:N=256,K=512,block_m=256", "gemm:N=256,K=1024,promote_k=32",
+       "gemm:kind=1d1d,N=256,K=512,block_m=256,promote_k=128"},
+      90, 1);
+  EXPECT_EQ(w.configs, 6);
   EXPECT_TRUE(w.failures.empty()) << w.failures.front();
   const JitCacheInfo info = jit_cache_info();
   EXPECT_EQ(info.dir.rfind(dir, 0), 0u) << info.dir;
@@ -262,11 +272,13 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
                                             "wgmma 256x128 promote-k 128 N=256 K=512 sm_90",
                                             "wgmma 256x128 promote-k 32 N=256 K=1024 sm_90",
                                             "wgmma 128x128 promote-k 32 N=256 K=1024 sm_90",
-                                            "wgmma 128x128 promote-k 32 N=256 K=1024 split-K 2 sm_90"}));
+                                            "wgmma 128x128 promote-k 32 N=256 K=1024 split-K 2 sm_90",
+                                            "wgmma 256x128 promote-k 128 N=256 K=512 1D1D sm_90"}));
   for (const char* bad : {"gemm:N=256", "gemm:N=256,K=520", "gemm:N=1,K=16,promote_k=48", "gemm:X=3,N=1,K=16",
                           "gemm:N=-4,K=16", "gemm:N=1,K=16,", "gemm:", "gemm:N=,K=16", "gemm:N=+16,K=16",
                           "gemm:N=16,K=16,N=32", "gemm:N=0,K=16", "gemm:N=16,K=1234567890123",
-                          "gemm:N=16,K=16,block_m=192"}) {
+                          "gemm:N=16,K=16,block_m=192", "gemm:N=16,K=16,kind=2d2d",
+                          "gemm:N=16,K=16,kind=1d1d,kind=1d1d"}) {
     try {
       jit_warmup({bad}, 90, 1);
       ADD_FAILURE() << bad << " was accepted";

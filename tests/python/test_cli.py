@@ -280,6 +280,12 @@ def test_bench_gemm():
         tiles = json.loads(t.stdout)
         assert [x["block_m"] for x in tiles] == [128, 256], tiles
         assert "wgmma 128x128" in tiles[0]["ran"] and "wgmma 256x128" in tiles[1]["ran"], tiles
+        # --kind 1d1d: B with 1x128 scales, our wgmma kernel's 1D1D instance
+        w = run("bench", "gemm", "256x512x512", "--backends", "cuda-aot", "--kind", "1d1d", "--json")
+        assert w.returncode == 0, w.stderr
+        assert "1D1D" in json.loads(w.stdout)[0]["ran"], w.stdout
+    kind = run("bench", "gemm", "--kind", "2d2d")
+    assert kind.returncode != 0 and "--kind" in kind.stderr and "2d2d" in kind.stderr, kind.stderr
     bad = run("bench", "gemm", "8x512")
     assert bad.returncode == 2 and "gemm shape '8x512' is not MxNxK" in bad.stderr
     cpu = run("bench", "gemm", "--backends", "cpu")

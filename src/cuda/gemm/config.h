@@ -14,6 +14,8 @@ namespace mxq::gemm_config {
 constexpr int kWgmmaBN = 128, kWgmmaBK = 128;
 constexpr int kWgmmaConsumers = 2;
 constexpr int kWgmmaThreads = 128 * (1 + kWgmmaConsumers);
+// Its tensor maps (kernel parameters): A, B, A's scales, D, and B's 1 x 128 scales (1D1D).
+constexpr int kWgmmaMaps = 5;
 // The epilogue stages each consumer's 64 x 128 results 128 bytes of a row at a time (64 columns
 // of bf16 D, 32 of fp32). For the threads' own stores the rows are padded by 16 bytes so that a
 // warp's 4-byte bf16 fragment writes hit 32 different banks (fp32's 8-byte writes are 2-way
@@ -21,7 +23,10 @@ constexpr int kWgmmaThreads = 128 * (1 + kWgmmaConsumers);
 // block (64 x 144 bytes = 9 x 1024, so each block stays 1024-byte aligned as the swizzle needs).
 // (Narrower than a row: measured faster, session 14.)
 constexpr uint32_t kWgmmaOutData = 128, kWgmmaOutRow = kWgmmaOutData + 16, kWgmmaOutBytes = 64 * kWgmmaOutRow;
-template <int BM>
+// B1D: B has 1 x 128 scales (the 1D1D recipe), a scale per tile column and K block, which each
+// stage brings with its tiles (kTileScaleB); 1D2D's one 128 x 128 block scale per stage comes from
+// the producer thread.
+template <int BM, bool B1D = false>
 struct WgmmaTile {
   static_assert(BM == 128 || BM == 256, "the wgmma kernel's tiles are 128 or 256 rows");
   static constexpr int kBM = BM;
@@ -34,18 +39,23 @@ struct WgmmaTile {
   // stages the next into the other (128 rows: a bf16 tile's two passes never wait); 256 rows have
   // room for one only.
   static constexpr int kOutBuffers = BM == 128 ? 2 : 1;
-  // Per stage: the A and B tiles and A's BM scales (what TMA writes), and B's one scale.
+  // Per stage: the A and B tiles and A's BM scales (what TMA writes; B1D: and B's kWgmmaBN
+  // scales), and 1D2D's one B scale.
   static constexpr uint32_t kTileA = BM * kWgmmaBK, kTileB = kWgmmaBN * kWgmmaBK, kTileScaleA = BM * 4;
-  static constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA;
-  // the shared-memory carve-up (wgmma.cuh): swizzled tiles on 1024 bytes, TMA'd scales on 16
-  static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kTileScaleA % 16 == 0, "carve-up alignment");
+  static constexpr uint32_t kTileScaleB = B1D ? kWgmmaBN * 4 : 0;
+  static constexpr uint32_t kStageBytes = kTileA + kTileB + kTileScaleA + kTileScaleB;
+  // the shared-memory carve-up (wgmma.cuh): swizzled tiles on 1024 bytes, TMA'd scales on 128
+  // (A's scales follow the 1024-byte aligned epilogue blocks, B1D's B scales A's)
+  static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0 && kTileScaleA % 128 == 0 && kTileScaleB % 128 == 0,
+                "carve-up alignment");
   static constexpr int64_t kSmemBytes =
       int64_t(kStages) * (kStageBytes + 4) + kWgmmaConsumers * kOutBuffers * kWgmmaOutBytes + 2 * kStages * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "the wgmma kernel's shared memory exceeds sm_90's per-CTA limit");
 };
 constexpr int wgmma_stages(int bm) { return bm == 256 ? WgmmaTile<256>::kStages : WgmmaTile<128>::kStages; }
-constexpr int64_t wgmma_smem_bytes(int bm) {
-  return bm == 256 ? WgmmaTile<256>::kSmemBytes : WgmmaTile<128>::kSmemBytes;
+constexpr int64_t wgmma_smem_bytes(int bm, bool b1d = false) {
+  return bm == 256 ? (b1d ? WgmmaTile<256, true>::kSmemBytes : WgmmaTile<256>::kSmemBytes)
+                   : (b1d ? WgmmaTile<128, true>::kSmemBytes : WgmmaTile<128>::kSmemBytes);
 }
 constexpr int64_t wgmma_tiles(int64_t m, int64_t n, int bm) {
   return num::ceil_div(m, bm) * num::ceil_div(n, kWgmmaBN);
@@ -87,7 +97,7 @@ constexpr int kDecodeMaxM = 64;
 // Up to kDecodePreferMaxM rows the decode kernel takes every call it can; above, only where its
 // tiles fit one wave (decode_one_wave; H200, bench/RESULTS.md session 10: 64x24576x1536 and
 // 64x32768x512 ran 1.4-1.7x longer than on the tma-wgmma kernel, every one-wave shape shorter),
-// and the calls the tma-wgmma kernel cannot take (1D1D, other scale layouts).
+// and the calls the tma-wgmma kernel cannot take (other scale layouts, unaligned operands).
 constexpr int kDecodePreferMaxM = 32;
 // ... except at promote-k 128 for short K, where the wgmma kernel (split-K clusters where its tiles
 // are few) was faster: from 33 rows at K <= 2048 (H200, bench/RESULTS.md session 19, run 3, us

@@ -153,9 +153,9 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
 #endif
 
 // What last_dispatch().kernel says of the TMA + wgmma kernel (the JIT's adds its specialisation).
-std::string wgmma_kernel_text(int block_m, int promote_k, int split) {
+std::string wgmma_kernel_text(int block_m, int promote_k, int split, bool b1d) {
   return "wgmma " + std::to_string(block_m) + "x128 TMA warp-specialized, promote-k " + std::to_string(promote_k) +
-         (split > 1 ? ", split-K over a cluster of " + std::to_string(split) : "");
+         (split > 1 ? ", split-K over a cluster of " + std::to_string(split) : "") + (b1d ? ", 1D1D" : "");
 }
 
 }  // namespace
@@ -226,8 +226,12 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   const char* own = wgmma ? "cuda-aot wgmma kernel" : decode ? "cuda-aot swap-AB decode kernel" : "cuda-aot generic kernel";
   std::string why;
   // auto: our decode kernels up to kDecodeAutoMaxM rows and our wgmma kernel above kDecodeMaxM;
-  // cuBLASLt first in between (faster there; ours are more accurate), ours where it cannot run
-  const bool auto_ours = (wgmma && a.rows > gemm_config::kDecodeMaxM) || (decode && a.rows <= gemm_config::kDecodeAutoMaxM);
+  // cuBLASLt first in between (faster there; ours are more accurate), ours where it cannot run.
+  // 1D1D keeps cuBLASLt first above kDecodeMaxM too: the wgmma kernel's 1D1D instance (a scale per
+  // tile column, 64 more multiplies per promotion) has not been timed against it yet.
+  const bool d1d2 = b.recipe.block_rows == 128;
+  const bool auto_ours =
+      (wgmma && d1d2 && a.rows > gemm_config::kDecodeMaxM) || (decode && a.rows <= gemm_config::kDecodeAutoMaxM);
   if (be == Backend::cublaslt || (be == Backend::automatic && !auto_ours)) {
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
@@ -244,7 +248,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (tile rows, promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split);
+    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split, p.b.block_rows == 1);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
@@ -253,13 +257,13 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     else if (dev >= 64) why = "the JIT's GEMM cache keys devices 0..63 (device " + std::to_string(dev) + ")";
     else why = jit::gemm_key_problem(key);  // N or K of 2^24 or more
     if (why.empty()) {
-      CUtensorMap maps[4];
+      CUtensorMap maps[gemm_config::kWgmmaMaps];
       unsigned grid = 0;
       if (!cuda::gemm_wgmma_setup(p, ad.sms, block_m, split, maps, grid))
         cuda::check_cuda(cudaErrorInvalidValue, "gemm: TMA descriptors for the JIT kernel");
       jit::launch_gemm(key, dev, grid, maps, p, stream);  // compiles or loads first: a failure enqueues none
       record_dispatch("gemm", Backend::cuda_jit,
-                      wgmma_kernel_text(block_m, call.promote_k, split) + ", specialised N=" + std::to_string(p.n) +
+                      wgmma_kernel_text(block_m, call.promote_k, split, !d1d2) + ", specialised N=" + std::to_string(p.n) +
                           " K=" + std::to_string(p.k));
       return;
     }
@@ -268,7 +272,7 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   if (wgmma) {
     cuda::check_cuda(cuda::launch_gemm_wgmma(p, dev, ad.sms, call.promote_k / 32, block_m, split, stream),
                      "gemm kernel launch");
-    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, call.promote_k, split));
+    record_dispatch("gemm", Backend::cuda_aot, wgmma_kernel_text(block_m, call.promote_k, split, !d1d2));
     return;
   }
   if (decode) {

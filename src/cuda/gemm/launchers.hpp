@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
 #include "mxq/gemm_plan.hpp"
 
@@ -25,11 +26,13 @@ bool gemm_wgmma_takes(const GemmParams& p);
 cudaError_t launch_gemm_wgmma(const GemmParams& p, int device, int sms, int group, int block_m, int split,
                               cudaStream_t stream);
 // What a launch of gemm_wgmma_kernel (any instance: AOT or JIT) with block_m-row tiles for p
-// and `split` takes: its TMA maps of A, B, A's scales and D (p.d_tma says whether D's is used: D and
-// its rows 16-byte aligned), and its grid (persistent, min(tiles, sms); split-K: tiles x split, in
-// clusters of split); false if a map of A, B or the scales cannot be made or the tile rows and split
-// are not a kernel's. The block is gemm_config::kWgmmaThreads threads with
-// gemm_config::wgmma_smem_bytes(block_m) of dynamic shared memory.
-bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, int split, CUtensorMap (&maps)[4], unsigned& grid);
+// and `split` takes: its TMA maps of A, B, A's scales, D (p.d_tma says whether D's is used: D
+// and its rows 16-byte aligned) and B's 1 x 128 scales (1D1D; else a copy of A's), and its grid
+// (persistent, min(tiles, sms); split-K: tiles x split, in clusters of split); false if a map of A,
+// B or the scales cannot be made or the tile rows and split are not a kernel's. The block is
+// gemm_config::kWgmmaThreads threads with gemm_config::wgmma_smem_bytes(block_m, 1D1D) of dynamic
+// shared memory.
+bool gemm_wgmma_setup(GemmParams& p, int sms, int block_m, int split, CUtensorMap (&maps)[gemm_config::kWgmmaMaps],
+                      unsigned& grid);
 
 }  // namespace mxq::cuda

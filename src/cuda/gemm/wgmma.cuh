@@ -26,8 +26,9 @@ struct Regs {
   static_assert(128 * kProducer + 256 * kConsumer <= 168 * 384, "within the CTA's registers");
 };
 // Shared memory, in order: A and B tiles (1024-byte aligned for the swizzle), the epilogue
-// blocks (1024-byte aligned for the TMA store's swizzle), A's scales (TMA: 16-byte aligned), the
-// mbarriers (8), B's scales (WgmmaTile asserts its tiles' alignment).
+// blocks (1024-byte aligned for the TMA store's swizzle), A's scales (TMA: 128-byte aligned), for
+// 1D1D B's scales (TMA, after A's: 128-byte aligned), the mbarriers (8), for 1D2D B's one scale
+// per stage (WgmmaTile asserts the alignments).
 static_assert(kOutBytes % 1024 == 0, "shared-memory carve-up alignment: the epilogue blocks' TMA swizzle");
 
 using num::ceil_div;
@@ -40,6 +41,21 @@ __device__ __forceinline__ void promote(float (&acc)[64], const float (&part)[64
     acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], s0, acc[4 * j + 1]);
     acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], s1, acc[4 * j + 2]);
     acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], s1, acc[4 * j + 3]);
+  }
+}
+
+// The 1D1D promotion (B with 1 x 128 scales): acc += part * (row scale x column scale), the
+// thread's columns 8 j + 2 (lane % 4) + {0, 1} taking their scales from the stage's B scales
+// `sb` (already offset by 2 (lane % 4)), rows (lane / 4) and (lane / 4 + 8) s0 and s1.
+__device__ __forceinline__ void promote_cols(float (&acc)[64], const float (&part)[64], float s0, float s1,
+                                             const float* sb) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const float2 b = *reinterpret_cast<const float2*>(sb + 8 * j);
+    acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], s0 * b.x, acc[4 * j + 0]);
+    acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], s0 * b.y, acc[4 * j + 1]);
+    acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], s1 * b.x, acc[4 * j + 2]);
+    acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], s1 * b.y, acc[4 * j + 3]);
   }
 }
 
@@ -245,14 +261,18 @@ __device__ __forceinline__ void epilogue(const GemmParams& p, const CUtensorMap*
 // constants. kSplit > 1 (gemm_config::wgmma_split_k, 128-row tiles): launched in clusters of
 // kSplit CTAs, one tile per cluster (the grid is tiles x kSplit), rank r taking the r-th share of
 // the K blocks; the partial tiles meet over distributed shared memory (split_store, split_sum).
-template <int kBM, int kGroup, int64_t kN = 0, int64_t kK = 0, int kSplit = 1>
+// kB1D: the 1D1D recipe, B with 1 x 128 fp32 scales (layout mn_major_tma, through map_sb; unused
+// otherwise), one per tile column and K block (promote_cols); else B's 128 x 128 scales, one per
+// stage, read by the producer in any layout and format. A's 1 x 128 fp32 scales (mn_major_tma)
+// come through map_sa.
+template <int kBM, int kGroup, int64_t kN = 0, int64_t kK = 0, int kSplit = 1, bool kB1D = false>
 __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       const __grid_constant__ CUtensorMap map_sa, const __grid_constant__ CUtensorMap map_d,
-                      const GemmParams p) {
+                      const __grid_constant__ CUtensorMap map_sb, const GemmParams p) {
   using namespace wgmma_detail;
   using namespace sm90;
-  using Tile = WgmmaTile<kBM>;
+  using Tile = WgmmaTile<kBM, kB1D>;
   constexpr int kStages = Tile::kStages, kBlocks = Tile::kBlocks;
   constexpr uint32_t kTileA = Tile::kTileA, kTileB = Tile::kTileB;
   static_assert(kGroup == 1 || kGroup == 2 || kGroup == 4, "a 128-wide K block is 4 steps of 32");
@@ -266,9 +286,11 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   uint8_t* tiles_b = smem + kStages * kTileA;
   uint8_t* outs = smem + kStages * (kTileA + kTileB);  // 16-byte aligned rows for the epilogue
   float* scales_a = reinterpret_cast<float*>(outs + kConsumers * Tile::kOutBuffers * kOutBytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(scales_a + kStages * kBM);  // 8-byte aligned
+  // kB1D: B's kBN scales of each stage (TMA), after A's (128-byte aligned)
+  uint64_t* full = reinterpret_cast<uint64_t*>(scales_a + kStages * (kBM + (kB1D ? kBN : 0)));  // 8-byte aligned
   uint64_t* empty = full + kStages;
-  float* scales_b = reinterpret_cast<float*>(empty + kStages);  // B's block scale of each stage, from the producer
+  // B's scales: kB1D, kBN per stage from TMA; else the block scale of each stage, from the producer
+  float* scales_b = kB1D ? scales_a + kStages * kBM : reinterpret_cast<float*>(empty + kStages);
 
   const uint32_t m_blocks = uint32_t(ceil_div(p.m, kBM)), n_blocks = uint32_t(ceil_div(n, kBN));
   const int64_t k_blocks = ceil_div(k, kBK);
@@ -297,6 +319,7 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     tma_prefetch_map(&map_a);
     tma_prefetch_map(&map_b);
     tma_prefetch_map(&map_sa);
+    if constexpr (kB1D) tma_prefetch_map(&map_sb);
     if (p.d_tma) tma_prefetch_map(&map_d);
   }
   __syncthreads();
@@ -309,13 +332,16 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       uint32_t s = 0, phase = 0;
       // K block kb of tile (mb, nb) into the next stage
       auto produce = [&](uint32_t mb, uint32_t nb, int64_t kb) {
-        const float sb = gemm_operand_scale(p.b, nb * kBN, kb);
+        float sb = 0.0f;
+        if constexpr (!kB1D) sb = gemm_operand_scale(p.b, nb * kBN, kb);
         mbar_wait(&empty[s], phase ^ 1);
-        scales_b[s] = sb;  // published by the arrive below (release), read after the consumers' wait
+        // published by the arrive below (release), read after the consumers' wait
+        if constexpr (!kB1D) scales_b[s] = sb;
         mbar_arrive_expect_tx(&full[s], Tile::kStageBytes);
         tma_load_2d(tiles_a + s * kTileA, &map_a, &full[s], int32_t(kb * kBK), int32_t(mb * kBM));
         tma_load_2d(tiles_b + s * kTileB, &map_b, &full[s], int32_t(kb * kBK), int32_t(nb * kBN));
         tma_load_2d(scales_a + s * kBM, &map_sa, &full[s], int32_t(mb * kBM), int32_t(kb));
+        if constexpr (kB1D) tma_load_2d(scales_b + s * kBN, &map_sb, &full[s], int32_t(nb * kBN), int32_t(kb));
         if (++s == kStages) s = 0, phase ^= 1;
       };
       for (uint32_t t = blockIdx.x / kSplit; t < tiles; t += gridDim.x / kSplit) {
@@ -356,10 +382,12 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
                             desc_k_major_sw128_at(b16 + s * (kTileB >> 4) + step * 2), step > run * kGroup);
     wgmma_commit();
   };
-  // The stage's decode scales of the thread's rows r and r + 8 of block h. Lane 0 reads B's scale
-  // and is the lane that releases the stage (mbarrier.arrive releases the arriving thread's own
-  // accesses), then shares it: no other lane touches scales_b.
+  // The stage's decode scales of the thread's rows r and r + 8 of block h. 1D2D: lane 0 reads B's
+  // scale and is the lane that releases the stage (mbarrier.arrive releases the arriving thread's
+  // own accesses), then shares it: no other lane touches scales_b. 1D1D: 1 (B's scales are the
+  // columns', promote_cols).
   auto scale_b = [&] {
+    if constexpr (kB1D) return 1.0f;
     float sb = 0.0f;
     if (lane == 0) sb = scales_b[s];
     return __shfl_sync(0xffffffffu, sb, 0);
@@ -367,6 +395,12 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
   auto read_scales = [&](float sb, int h, float& s0, float& s1) {
     s0 = scales_a[s * kBM + row_in_tile + 64 * h] * sb;
     s1 = scales_a[s * kBM + row_in_tile + 64 * h + 8] * sb;
+  };
+  // 1D1D: the thread's columns of the stage's B scales
+  const float* cols_b = scales_b + 2 * (lane % 4);
+  auto promote_run = [&](float(&a)[64], const float(&part)[64], float s0, float s1) {
+    if constexpr (kB1D) promote_cols(a, part, s0, s1, cols_b + s * kBN);
+    else promote(a, part, s0, s1);
   };
   auto release = [&] {
     __syncwarp();
@@ -385,7 +419,8 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
       if constexpr (kBlocks == 1) {
         // The block's runs alternate between two sets of run accumulators: run g is issued, then
         // run g - 1 (complete after wait<1>) is promoted while g is in flight; the last run is
-        // promoted once the stage is released. A run's accumulators are rewritten only after
+        // promoted once the stage is released (1D1D: before, its promotion reads the stage's B
+        // scales). A run's accumulators are rewritten only after
         // their promotion, behind a wgmma fence (run 1's were last touched before run 0's).
         float part0[64], part1[64];
         wgmma_fence();
@@ -397,11 +432,16 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
           if (run != 1) wgmma_fence();
           issue(run % 2 ? part1 : part0, 0, run);
           wgmma_wait<1>();
-          promote(acc[0], run % 2 ? part0 : part1, s0, s1);
+          promote_run(acc[0], run % 2 ? part0 : part1, s0, s1);
         }
         wgmma_wait<0>();
-        release();
-        promote(acc[0], kRuns % 2 ? part0 : part1, s0, s1);
+        if constexpr (kB1D) {  // the column scales are read from the stage: released after them
+          promote_run(acc[0], kRuns % 2 ? part0 : part1, s0, s1);
+          release();
+        } else {
+          release();
+          promote_run(acc[0], kRuns % 2 ? part0 : part1, s0, s1);
+        }
       } else {
         // Two blocks: acc holds 128 registers, so one set of run accumulators, each run issued,
         // waited for and promoted in turn; the other consumer's MMAs keep the tensor cores busy
@@ -417,8 +457,10 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
             wgmma_fence();
             issue(part, h, run);
             wgmma_wait<0>();
-            if (h == kBlocks - 1 && run == kRuns - 1) release();
-            promote(acc[h], part, s0, s1);
+            const bool last = h == kBlocks - 1 && run == kRuns - 1;
+            if (!kB1D && last) release();
+            promote_run(acc[h], part, s0, s1);
+            if (kB1D && last) release();  // after the column scales' last read
           }
         }
       }

@@ -60,12 +60,14 @@ std::pair<Recipe, int> parse_warmup(const std::string& text) {
     fail_arg("jit_warmup: '" + text + "': dACT takes an elementwise activation (gelu, gelu_tanh, silu, relu, qgelu, srelu)");
   return {r, fuse};
 }
-// "gemm:N=7168,K=7168[,promote_k=128][,block_m=256]": the TMA + wgmma GEMM kernel specialised on
-// N and K (promote_k: when absent or 0, both D dtypes' defaults, 32 and 128, as resolve_promote_k
-// gives them; block_m: both tile heights when absent, since the call's M chooses between them).
+// "gemm:N=7168,K=7168[,promote_k=128][,block_m=256][,kind=1d1d]": the TMA + wgmma GEMM kernel
+// specialised on N and K (promote_k: when absent or 0, both D dtypes' defaults, 32 and 128, as
+// resolve_promote_k gives them; block_m: both tile heights when absent, since the call's M
+// chooses between them; kind: the recipe, 1d2d when absent).
 std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   const std::string arg = "jit_warmup: '" + text + "'";
   int64_t n = -1, k = -1, pk = 0, bm = 0;
+  bool b1d = false;
   std::string rest = text.substr(5);
   std::vector<std::string> seen;
   for (;;) {  // every comma-separated item, empty ones included (refused)
@@ -73,15 +75,24 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
     const std::string item = rest.substr(0, comma), name = item.substr(0, item.find('='));
     const size_t eq = item.find('=');
     const std::string digits = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (name == "kind" && (digits == "1d1d" || digits == "1d2d") &&
+        std::find(seen.begin(), seen.end(), name) == seen.end()) {  // the one field that is not a number
+      b1d = digits == "1d1d";
+      seen.push_back(name);
+      if (comma == std::string::npos) break;
+      rest = rest.substr(comma + 1);
+      continue;
+    }
     if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
-      fail_arg(arg + ": '" + item + "' is not NAME=DIGITS (N, K, promote_k, block_m; up to 9 digits)");
+      fail_arg(arg + ": '" + item +
+               "' is not NAME=DIGITS (N, K, promote_k, block_m; up to 9 digits) or kind=1d2d|1d1d");
     const int64_t v = std::stoll(digits);
     int64_t* field = name == "N"           ? &n
                      : name == "K"         ? &k
                      : name == "promote_k" ? &pk
                      : name == "block_m"   ? &bm
                                            : nullptr;
-    if (!field) fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k, block_m)");
+    if (!field) fail_arg(arg + ": unknown field '" + name + "' (valid: N, K, promote_k, block_m, kind)");
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) fail_arg(arg + ": field '" + name + "' given twice");
     seen.push_back(name);
     *field = v;
@@ -101,12 +112,12 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
   for (const int interval : intervals) {
     for (const int rows : {128, 256}) {
       if (bm != 0 && bm != rows) continue;
-      keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k));
+      keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k, 1, b1d));
       if (const std::string why = runtime::jit::gemm_key_problem(keys.back()); !why.empty()) fail_arg(arg + ": " + why);
       // and the split-K kernels the plan gives some M (the fewest tiles, M = 1, split most) on an H200
       const int most = gemm_config::wgmma_split_k(1, n, k, rows, gemm_config::wgmma_resident(ArchDesc::h200()));
       for (int split = 2; split <= most; split *= 2)
-        keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k, split));
+        keys.push_back(runtime::jit::gemm_key_for(interval, rows, n, k, split, b1d));
     }
   }
   return keys;

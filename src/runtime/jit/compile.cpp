@@ -185,19 +185,22 @@ std::string gemm_key_problem(const GemmKey& k) {
 std::string gemm_key_text(const GemmKey& k) {
   auto dim = [](int64_t v) { return v ? std::to_string(v) : std::string("any"); };
   return "wgmma " + std::to_string(k.block_m) + "x128 promote-k " + std::to_string(32 * k.group) + " N=" + dim(k.n) +
-         " K=" + dim(k.k) + (k.split > 1 ? " split-K " + std::to_string(k.split) : "");
+         " K=" + dim(k.k) + (k.split > 1 ? " split-K " + std::to_string(k.split) : "") + (k.b1d ? " 1D1D" : "");
 }
 
 std::string gemm_kernel_name(const GemmKey& k) {
+  // the defaulted parameters named where they differ (1D2D's names are those of the keys before 1D1D)
   return "mxq::cuda::gemm_wgmma_kernel<" + std::to_string(k.block_m) + ", " + std::to_string(k.group) + ", " +
-         std::to_string(k.n) + ", " + std::to_string(k.k) + (k.split > 1 ? ", " + std::to_string(k.split) : "") + ">";
+         std::to_string(k.n) + ", " + std::to_string(k.k) +
+         (k.split > 1 || k.b1d ? ", " + std::to_string(k.split) : "") + (k.b1d ? ", true" : "") + ">";
 }
 
 std::string gemm_kernel_source(const GemmKey& k) {
   return "// mxq JIT: " + gemm_key_text(k) + "\n#include \"cuda/gemm/wgmma.cuh\"\ntemplate __global__ void " +
          gemm_kernel_name(k) +
          "(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, "
-         "const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
+         "const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, "
+         "const __grid_constant__ CUtensorMap, const mxq::cuda::GemmParams);\n";
 }
 
 Compiled compile_gemm(const GemmKey& k, int arch) {
@@ -211,15 +214,16 @@ Key128 gemm_binary_key(const GemmKey& k, int arch) { return source_key(gemm_kern
 
 uint64_t pack_gemm_key(const GemmKey& k, int arch, int device) {
   // the variant: group index (0, 1, 2) + 3 x the tile (0: 128 rows, 1: 256 rows, 2: 128 rows split-K 2,
-  // 3: split-K 4); K is a multiple of 16, so K / 16 takes 4 bits fewer than N
-  constexpr int kVariantBits = 4, kDimBits = 24, kKBits = kDimBits - 4, kArchBits = 7, kDeviceBits = 6;
+  // 3: split-K 4) + 12 for 1D1D; K is a multiple of 16, so K / 16 takes 4 bits fewer than N
+  constexpr int kVariantBits = 5, kDimBits = 24, kKBits = kDimBits - 4, kArchBits = 7, kDeviceBits = 6;
   static_assert(kGemmKeyMaxNK == int64_t(1) << kDimBits, "N and K / 16 take kDimBits and kKBits");
   static_assert(kVariantBits + kDimBits + kKBits + kArchBits + kDeviceBits <= 64, "the GEMM key fits 64 bits");
   if (!gemm_key_valid(k) || arch < 0 || arch >= (1 << kArchBits) || device < 0 || device >= (1 << kDeviceBits))
     fail(ErrorCode::internal, "jit: GEMM key " + gemm_key_text(k) + " on device " + std::to_string(device) +
                                   " (sm_" + std::to_string(arch) + ") does not pack into 64 bits");
   const int tile = k.block_m == 256 ? 1 : k.split == 2 ? 2 : k.split == 4 ? 3 : 0;
-  const uint64_t variant = (k.group == 1 ? 0 : (k.group == 2 ? 1 : 2)) + 3 * tile;
+  const uint64_t variant = (k.group == 1 ? 0 : (k.group == 2 ? 1 : 2)) + 3 * tile + (k.b1d ? 12 : 0);
+  static_assert(2 * 12 <= 1 << kVariantBits, "the variants fit their bits");
   return variant | (uint64_t(k.n) << kVariantBits) | (uint64_t(k.k / 16) << (kVariantBits + kDimBits)) |
          (uint64_t(arch) << (kVariantBits + kDimBits + kKBits)) | (uint64_t(device) << (64 - kDeviceBits));
 }

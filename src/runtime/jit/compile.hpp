@@ -39,19 +39,20 @@ Compiled compile(const cuda::FastKey& k, int arch);
 // its promotion group (32-wide K steps per fp32 promotion: 1, 2 or 4, i.e. promote-k 32, 64 or
 // 128) and the N and K it is specialised on (0: taken at run time, as the AOT kernel does), and
 // its split-K cluster (1, or 2 and 4 CTAs at 128 rows: gemm_config::wgmma_split_k). M is always a
-// run-time value. The tile's stages follow from its rows; the recipe is the kernel's one (1D2D: A
-// 1 x 128 fp32 mn_major_tma, B 128 x 128 fp32).
+// run-time value. The tile's stages follow from its rows; the recipe: 1D2D (B 128 x 128 scales), or
+// 1D1D (`b1d`: B 1 x 128, a scale per tile column); A's scale format is a run-time value.
 struct GemmKey {
   int group = 4;
   int64_t n = 0, k = 0;
   int block_m = 128;
   int split = 1;
+  bool b1d = false;
   bool operator==(const GemmKey&) const = default;
 };
-// The key of a call with GemmOptions::promote_k (32, 64 or 128), block_m-row tiles and split-K
-// over `split` CTAs, specialised on n and k.
-inline GemmKey gemm_key_for(int promote_k, int block_m, int64_t n, int64_t k, int split = 1) {
-  return {promote_k / 32, n, k, block_m, split};
+// The key of a call with GemmOptions::promote_k resolved (32, 64 or 128), block_m-row tiles and
+// split-K over `split` CTAs, specialised on n and k, for the 1D1D recipe where b1d.
+inline GemmKey gemm_key_for(int promote_k, int block_m, int64_t n, int64_t k, int split = 1, bool b1d = false) {
+  return {promote_k / 32, n, k, block_m, split, b1d};
 }
 constexpr int64_t kGemmKeyMaxNK = int64_t(1) << 24;  // N and K are specialised below this
 // "" for a key the kernel can be specialised on (block_m 128 or 256; group 1, 2 or 4; N in

@@ -231,7 +231,8 @@ MemoryCache<Loaded>& gemm_functions() {
 const Loaded& gemm_loaded(const GemmKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return gemm_functions().get(pack_gemm_key(key, arch, device), [&] {
-    return load(compiled_gemm(key, arch), device, int(gemm_config::wgmma_smem_bytes(key.block_m)), gemm_key_text(key));
+    return load(compiled_gemm(key, arch), device, int(gemm_config::wgmma_smem_bytes(key.block_m, key.b1d)),
+                gemm_key_text(key));
   });
 }
 }  // namespace
@@ -241,18 +242,21 @@ const Compiled& compiled_gemm(const GemmKey& key, int arch) {
                 gemm_key_text(key) + " sm_" + std::to_string(arch), [&] { return compile_gemm(key, arch); });
 }
 
-void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[4], const cuda::GemmParams& p,
-                 cudaStream_t stream) {
+void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[gemm_config::kWgmmaMaps],
+                 const cuda::GemmParams& p, cudaStream_t stream) {
   if ((key.n && key.n != p.n) || (key.k && key.k != p.k))
     fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call of N=" + std::to_string(p.n) +
                                   " K=" + std::to_string(p.k));
+  if (key.b1d != (p.b.block_rows == 1))
+    fail(ErrorCode::internal, "jit: launching " + gemm_key_text(key) + " for a call whose B has " +
+                                  std::to_string(p.b.block_rows) + "-row scale blocks");
   const Loaded& k = gemm_loaded(key, device);
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid;
   cfg.gridDimY = cfg.gridDimZ = 1;
   cfg.blockDimX = unsigned(gemm_config::kWgmmaThreads);
   cfg.blockDimY = cfg.blockDimZ = 1;
-  cfg.sharedMemBytes = unsigned(gemm_config::wgmma_smem_bytes(key.block_m));
+  cfg.sharedMemBytes = unsigned(gemm_config::wgmma_smem_bytes(key.block_m, key.b1d));
   cfg.hStream = stream;
   CUlaunchAttribute attr[2] = {};
   attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;  // as the AOT launch (pdl.cuh)
@@ -262,9 +266,9 @@ void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMa
   attr[1].value.clusterDim.y = attr[1].value.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = key.split > 1 ? 2 : 1;
-  CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2], md = maps[3];
+  CUtensorMap ma = maps[0], mb = maps[1], msa = maps[2], md = maps[3], msb = maps[4];
   cuda::GemmParams params = p;
-  void* args[] = {&ma, &mb, &msa, &md, &params};
+  void* args[] = {&ma, &mb, &msa, &md, &msb, &params};
   if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
     check_cu(r, "jit: launching " + gemm_key_text(key));
 }

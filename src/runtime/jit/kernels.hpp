@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/gemm/config.h"
 #include "cuda/gemm/params.h"
 #include "cuda/quantize/params.h"
 #include "runtime/jit/compile.hpp"
@@ -38,8 +39,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
 // enqueued) and launches it with the maps and grid cuda::gemm_wgmma_setup made for p (whose N and
 // K must be the key's where the key names them).
 const Compiled& compiled_gemm(const GemmKey& key, int arch);
-void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[4], const cuda::GemmParams& p,
-                 cudaStream_t stream);
+void launch_gemm(const GemmKey& key, int device, unsigned grid, const CUtensorMap (&maps)[gemm_config::kWgmmaMaps],
+                 const cuda::GemmParams& p, cudaStream_t stream);
 
 // Compiles `keys` and `gemm_keys` for `arch` into the caches on `threads` workers, off the hot path; the
 // failures, as "config: message".
