@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 # The hash of everything the build reads (gpu_pack.sh stamps its archive with it): the same on
 # both machines exactly when the trees are. Not through git: the GPU machine's copy of .git lags.
 source_stamp() {
-  find CMakeLists.txt cmake include src tests bench python -type f ! -path '*/__pycache__/*' ! -name '*.pyc' |
+  find CMakeLists.txt cmake include src tests bench python -type f ! -path '*/__pycache__/*' ! -name '*.pyc' ! -name '*.md' |
     LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-16
 }
 if [ "${1:-}" = --source-stamp ]; then source_stamp; exit 0; fi

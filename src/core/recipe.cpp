@@ -248,6 +248,13 @@ Recipe Recipe::parse(std::string_view text) {
       refuse("applies to fp8_tensor and fp8_block only (MX and NVFP4 scales follow their own rules)");
     if (key == "rounding" && r.scheme != Scheme::mx) refuse("applies to MX recipes only");
     if (key == "colform" && !r.has_columnwise()) refuse("applies to columnwise output only (dir=col or dir=both)");
+    // options whose every other value the scheme refuses (validate): they can only restate it
+    if ((key == "group" || key == "block") && (r.scheme == Scheme::mx || r.scheme == Scheme::fp8_tensor))
+      refuse("cannot change this recipe (MX blocks are 1x32; fp8_tensor has one scale)");
+    if (key == "scale" && r.scheme != Scheme::fp8_block)
+      refuse("cannot change this recipe (its scale type is fixed: fp32 for fp8_tensor, UE8M0 for MX, UE4M3 for NVFP4)");
+    if (key == "layout" && r.scheme == Scheme::fp8_tensor) refuse("cannot change this recipe (one scalar scale)");
+    if (key == "elem" && r.scheme == Scheme::nvfp4) refuse("cannot change this recipe (NVFP4 is float4_e2m1fn only)");
   }
   return r;
 }

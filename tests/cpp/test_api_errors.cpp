@@ -395,6 +395,13 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"fp8_block_1x128:rounding=rceil", {"option rounding=rceil applies to MX recipes only"}},
       {"mxfp8:colform=same", {"option colform=same applies to columnwise output only"}},
       {"mxfp8:dir=row,dir=col", {"option dir is given twice ('dir=row' and 'dir=col')", "each option once"}},
+      {"mxfp8:group=32", {"option group=32 cannot change this recipe", "MX blocks are 1x32"}},
+      {"mxfp4:block=1x32", {"option block=1x32 cannot change this recipe"}},
+      {"fp8_tensor:group=128", {"fp8_tensor"}},
+      {"mxfp8:scale=float8_e8m0fnu", {"option scale=float8_e8m0fnu cannot change this recipe"}},
+      {"nvfp4:scale=ue4m3", {"option scale=ue4m3 cannot change this recipe"}},
+      {"fp8_tensor:layout=row_major", {"option layout=row_major cannot change this recipe"}},
+      {"nvfp4:elem=float4_e2m1fn", {"option elem=float4_e2m1fn cannot change this recipe"}},
   };
   for (const auto& [text, fragments] : cases) {
     SCOPED_TRACE(text);
