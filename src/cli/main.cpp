@@ -19,11 +19,13 @@ namespace {
 
 using json = nlohmann::json;
 
-// A positive integer up to `max`, else "NAME: VALUE is not a positive integer" (and the bound
-// where it is past it; CLI11's PositiveNumber names a range up to the largest double).
-CLI::Validator positive(long long max) {
+// An integer in [min, max], else "NAME: VALUE is not a positive (non-negative) integer" and the
+// bound where it is past it (CLI11's PositiveNumber names a range up to the largest double, and
+// its integer parse clamps 99999999999999999999 and wraps -1 for an unsigned option).
+CLI::Validator integer_in(long long min, long long max) {
+  const char* kind = min > 0 ? "a positive integer" : "a non-negative integer";
   return CLI::Validator(
-      [max](std::string& text) -> std::string {
+      [min, max, kind](std::string& text) -> std::string {
         size_t used = 0;
         long long v = 0;
         try {
@@ -31,14 +33,15 @@ CLI::Validator positive(long long max) {
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != text.size() || used == 0 || v <= 0) return text + " is not a positive integer";
-        if (v > max) return text + " is not a positive integer up to " + std::to_string(max);
+        if (used != text.size() || used == 0 || v < min) return text + " is not " + kind;
+        if (v > max) return text + " is not " + kind + " up to " + std::to_string(max);
         return {};
       },
-      "POSITIVE");
+      min > 0 ? "POSITIVE" : "NON-NEGATIVE");
 }
-const CLI::Validator kPositive = positive(std::numeric_limits<int64_t>::max());
-const CLI::Validator kPositiveInt = positive(std::numeric_limits<int>::max());
+const CLI::Validator kPositive = integer_in(1, std::numeric_limits<int64_t>::max());
+const CLI::Validator kCount = integer_in(0, std::numeric_limits<int64_t>::max());
+const CLI::Validator kPositiveInt = integer_in(1, std::numeric_limits<int>::max());
 
 void print_demo(const std::vector<mxq::cli::DemoRow>& rows, bool as_json) {
   if (as_json) {
@@ -164,7 +167,7 @@ static int run(int argc, char** argv) {
   demo->add_option("--rows", dopt.act_rows, "activation rows")->check(kPositive);
   demo->add_option("--weight-rows", dopt.weight_rows, "weight rows")->check(kPositive);
   demo->add_option("--cols", dopt.cols, "columns (hidden size)")->check(kPositive);
-  demo->add_option("--seed", dopt.seed, "random seed");
+  demo->add_option("--seed", dopt.seed, "random seed")->check(kCount);
   demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(kPositiveInt);
   demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
   demo->add_option("--backend", backend, "auto, cpu, cuda-aot, cuda-jit or cublaslt (gemm)");
@@ -177,8 +180,8 @@ static int run(int argc, char** argv) {
   std::string recipe_text;
   int64_t rows = 128, cols = 128;
   recipe->add_option("recipe", recipe_text, "e.g. mxfp8:dir=both")->required();
-  recipe->add_option("--rows", rows, "input rows");
-  recipe->add_option("--cols", cols, "input columns");
+  recipe->add_option("--rows", rows, "input rows")->check(kCount);
+  recipe->add_option("--cols", cols, "input columns")->check(kCount);
   recipe->add_flag("--json", as_json, "machine-readable output");
 
   auto* cache = app.add_subcommand("cache", "the JIT kernel cache: ls, clear, warmup [RECIPES...]");
@@ -231,6 +234,20 @@ static int run(int argc, char** argv) {
       ->check(CLI::IsMember({"1d2d", "1d1d"}));
   bgemm->add_flag("--json", as_json, "machine-readable output");
 
+  // "mxq bogus": CLI11 would say only that a subcommand is required
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sc : app.get_subcommands([](CLI::App*) { return true; })) {
+      known += (known.empty() ? "" : ", ") + sc->get_name();
+      found = found || sc->get_name() == argv[1];
+    }
+    if (!found) {
+      std::fprintf(stderr, "mxq: error: unknown command '%s'; expected one of %s (mxq --help)\n", argv[1],
+                   known.c_str());
+      return 2;
+    }
+  }
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo) {

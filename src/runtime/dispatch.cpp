@@ -46,8 +46,8 @@ std::string version() { return MXQ_VERSION; }
 std::string build_info() { return MXQ_BUILD_INFO; }
 
 void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOptions& options) {
+  runtime::begin_dispatch();  // first: a call refused below leaves no record of the one before
   const QuantizeCall call = check_quantize(x, out, options);
-  runtime::begin_dispatch();
   const Backend b = runtime::select_backend(runtime::requested_backend(options.backend), call.x.device, "quantize");
   const bool fused = call.fused(options);
   if (b == Backend::cpu) {
@@ -60,8 +60,8 @@ void quantize(const TensorView& x, const QuantizedTensor& out, const QuantizeOpt
 }
 
 void gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& d, const GemmOptions& options) {
-  const GemmCall call = check_gemm(a, b, d, options);
   runtime::begin_dispatch();
+  const GemmCall call = check_gemm(a, b, d, options);
   const Backend be = runtime::select_backend(runtime::requested_backend(options.backend), call.d.device, "gemm");
   if (be != Backend::cpu) return runtime::cuda_gemm(be, call, a, b, options);
   cpu::gemm(call, a, b, options);
@@ -69,8 +69,8 @@ void gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& 
 }
 
 void dequantize(const QuantizedTensor& q, const TensorView& y, const DequantizeOptions& options) {
-  const DequantizeCall call = check_dequantize(q, y, options);
   runtime::begin_dispatch();
+  const DequantizeCall call = check_dequantize(q, y, options);
   const Backend b = runtime::select_backend(runtime::requested_backend(options.backend), call.y.device, "dequantize");
   if (b == Backend::cpu) {
     cpu::dequantize(call, q, options.columnwise);

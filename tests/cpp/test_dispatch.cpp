@@ -77,6 +77,18 @@ TEST(Dispatch, CpuTensorsRunTheReferenceAndSayIt) {
   EXPECT_EQ(d.fallback, "");
 }
 
+// A call refused by its checks ran nothing: last_dispatch() says so, not what the call before ran.
+TEST(Dispatch, RefusedCallLeavesNoRecord) {
+  ASSERT_EQ(try_quantize(), "");
+  ASSERT_EQ(last_dispatch().backend, "cpu");
+  QuantizeOptions o;
+  const float misaligned[2] = {};
+  o.noop = reinterpret_cast<const float*>(reinterpret_cast<const char*>(misaligned) + 1);
+  EXPECT_NE(try_quantize(o), "");
+  EXPECT_EQ(last_dispatch().backend, "");
+  EXPECT_EQ(last_dispatch().kernel, "");
+}
+
 TEST(Dispatch, SetterSwitchesAndPerCallOptionWins) {
   set_default_backend(Backend::cuda_aot);
   EXPECT_EQ(default_backend(), Backend::cuda_aot);

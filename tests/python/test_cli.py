@@ -166,6 +166,16 @@ def test_unwritable_output_fails():
     assert r.returncode == 2 and "writing the output failed" in r.stderr, (r.returncode, r.stderr)
 
 
+# Bad command lines name what is wrong: an unknown command, a count past int64, a negative seed.
+def test_bad_command_lines_name_the_value():
+    r = run("bogus")
+    assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr and "demo" in r.stderr, r.stderr
+    r = run("recipe", "mxfp8", "--rows", "99999999999999999999")
+    assert r.returncode != 0 and "99999999999999999999 is not a non-negative integer" in r.stderr, r.stderr
+    r = run("demo", "--seed", "-1")
+    assert r.returncode != 0 and "-1 is not a non-negative integer" in r.stderr, r.stderr
+
+
 def _cuda_usable():
     info = json.loads(run("info", "--json").stdout)
     return any(b["backend"] == "cuda-aot" and b["available"] for b in info["backends"])
