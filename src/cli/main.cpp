@@ -190,8 +190,8 @@ static int run(int argc, char** argv) {
   int warm_arch = 0, warm_threads = 0;
   cache->add_option("action", cache_action, "ls, clear or warmup")->required()->check(CLI::IsMember({"ls", "clear", "warmup"}));
   cache->add_option("recipes", warm_recipes, "warmup: recipes to compile, RECIPE[+ACT][+dACT][+dbias] for a fused kernel, gemm:N=..,K=..[,promote_k=..][,block_m=..][,kind=1d1d] for the GEMM kernel specialised on N and K (both tile heights without block_m; kind: the recipe, 1d2d by default) (default: every quantize preset and option)");
-  cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
-  cache->add_option("--threads", warm_threads, "warmup: compiler threads (default 0: one per core)")
+  CLI::Option* warm_arch_opt = cache->add_option("--arch", warm_arch, "warmup: compute capability, e.g. 90 (default: this GPU's, else 90)");
+  CLI::Option* warm_threads_opt = cache->add_option("--threads", warm_threads, "warmup: compiler threads (default 0: one per core)")
       ->check(CLI::Range(0, 4096));
   cache->add_flag("--json", as_json, "machine-readable output");
 
@@ -281,7 +281,13 @@ static int run(int argc, char** argv) {
       }
       return 0;
     }
-    if (*cache) return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
+    if (*cache) {
+      for (const CLI::Option* o : {warm_arch_opt, warm_threads_opt})
+        if (cache_action != "warmup" && o->count() > 0)
+          throw mxq::Error(mxq::ErrorCode::invalid_argument,
+                           "cache " + cache_action + " takes no " + o->get_name() + "; it is for cache warmup");
+      return run_cache(cache_action, warm_recipes, warm_arch, warm_threads, as_json);
+    }
     if (*bgemm) return run_bench_gemm(bshapes, bbackends, bpromote, bblock_m, bkind, as_json);
     if (*recipe) {
       const auto r = mxq::Recipe::parse(recipe_text);

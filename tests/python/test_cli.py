@@ -172,6 +172,8 @@ def test_bad_command_lines_name_the_value():
     assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr and "demo" in r.stderr, r.stderr
     r = run("recipe", "mxfp8", "--rows", "99999999999999999999")
     assert r.returncode != 0 and "99999999999999999999 is not a non-negative integer" in r.stderr, r.stderr
+    r = run("cache", "ls", "--arch", "90")
+    assert r.returncode == 2 and "cache ls takes no --arch" in r.stderr, r.stderr
     r = run("demo", "--seed", "-1")
     assert r.returncode != 0 and "-1 is not a non-negative integer" in r.stderr, r.stderr
 
