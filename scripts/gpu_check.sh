@@ -53,13 +53,19 @@ note "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -1)"
 
 if [ -n "${MXQ_PREBUILT:-}" ]; then
-  unpack() {  # tar's xz, else Python's lzma (a machine without xz-utils)
-    if command -v xz >/dev/null; then tar -C "$BUILD" -xJf "$1"
-    else python3 -c "import sys, tarfile; tarfile.open(sys.argv[1], 'r:xz').extractall(sys.argv[2])" "$1" "$BUILD"; fi
-  }
-  mkdir -p "$BUILD" && unpack "$MXQ_PREBUILT" || { note "prebuilt: $MXQ_PREBUILT does not unpack"; exit 1; }
-  [ "$(cat "$BUILD/PREBUILT")" = "$(source_stamp)" ] ||
-    { note "prebuilt: built from sources $(cat "$BUILD/PREBUILT"), this tree is $(source_stamp): run scripts/gpu_pack.sh again"; exit 1; }
+  # tar's xz, else Python's lzma (a machine without xz-utils); the stamp is checked before anything
+  # is unpacked over the build directory
+  if command -v xz >/dev/null; then
+    stamp() { tar -xJOf "$MXQ_PREBUILT" PREBUILT; }
+    unpack() { tar -C "$BUILD" -xJf "$MXQ_PREBUILT"; }
+  else
+    stamp() { python3 -c "import sys, tarfile; print(tarfile.open(sys.argv[1], 'r:xz').extractfile('PREBUILT').read().decode().strip())" "$MXQ_PREBUILT"; }
+    unpack() { python3 -c "import sys, tarfile; tarfile.open(sys.argv[1], 'r:xz').extractall(sys.argv[2])" "$MXQ_PREBUILT" "$BUILD"; }
+  fi
+  packed=$(stamp) || { note "prebuilt: $MXQ_PREBUILT does not unpack"; exit 1; }
+  [ "$packed" = "$(source_stamp)" ] ||
+    { note "prebuilt: built from sources $packed, this tree is $(source_stamp): run scripts/gpu_pack.sh again"; exit 1; }
+  mkdir -p "$BUILD" && unpack || { note "prebuilt: $MXQ_PREBUILT does not unpack"; exit 1; }
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   done

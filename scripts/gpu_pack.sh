@@ -10,7 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${MXQ_BUILD:-build}
 stamp=$(bash scripts/gpu_check.sh --source-stamp)
-bash scripts/build.sh --target mxq mxq_gpu_tests bench_quantize_gpu bench_gemm_gpu bench_jit >/dev/null
+mkdir -p "$BUILD"
+bash scripts/build.sh --target mxq mxq_gpu_tests bench_quantize_gpu bench_gemm_gpu bench_jit >"$BUILD/gpu_pack.log" 2>&1 ||
+  { grep -E "FAILED|error" -A5 "$BUILD/gpu_pack.log" | head -40; echo "gpu_pack: the build failed ($BUILD/gpu_pack.log)" >&2; exit 1; }
 [ "$(bash scripts/gpu_check.sh --source-stamp)" = "$stamp" ] || { echo "gpu_pack: the sources changed during the build" >&2; exit 1; }
 echo "$stamp" >"$BUILD/PREBUILT"
 files="PREBUILT mxq tests/gpu/mxq_gpu_tests bench/gpu/bench_quantize_gpu bench/gpu/bench_gemm_gpu bench/bench_jit libmxq_core.a

@@ -251,7 +251,9 @@ mxq_status mxq_last_dispatch(char* backend, size_t nb, char* kernel, size_t nk, 
  *   threads:    compiler threads; 0 for one per core.
  *   configs:    NULL, or receives the number of kernel configurations now cached.
  * MXQ_ERROR_BACKEND_UNAVAILABLE when the JIT is off (MXQ_JIT=0, no NVRTC, a CPU-only build);
- * MXQ_ERROR_UNSUPPORTED when a configuration failed to compile (the message says which). */
+ * MXQ_ERROR_UNSUPPORTED when a configuration failed to compile (the message says which);
+ * MXQ_ERROR_INVALID_ARGUMENT for a recipe string that does not parse or has no JIT kernel to
+ * compile (its calls run cuda-aot's generic kernel). */
 mxq_status mxq_jit_warmup(const char* const* recipes, size_t n, int arch, int threads, int* configs);
 
 /* The number of usable CUDA devices; 0 without CUDA (no error).

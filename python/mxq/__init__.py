@@ -336,7 +336,7 @@ def _quantized_framework(q: QuantizedTensor, op: str, name: str):
     if not isinstance(shape, (tuple, list)) or not shape or not all(is_int(s) for s in shape):
         raise TypeError(f"{op}: {name}.shape={shape!r}; expected a tuple of at least one int (the input's shape)")
     if min(shape) < 0 or q.rows > SIZE[1] or q.cols > SIZE[1]:
-        raise ValueError(f"{op}: {name}.shape={tuple(shape)}; expected sizes >= 0 of at most 2^48 elements")
+        raise ValueError(f"{op}: {name}.shape={tuple(shape)}; expected sizes >= 0, at most 2^63 - 1 rows and columns")
     first = next((getattr(q, b) for b in _BUFFERS if getattr(q, b) is not None), None)
     if first is None:
         raise ValueError(f"{op}: {name} has no buffers")
@@ -457,7 +457,9 @@ def last_dispatch() -> dict:
 def jit_warmup(recipes: Sequence[RecipeLike] = (), *, arch: int = 0, threads: int = 0) -> int:
     """Compiles the cuda-jit kernels of `recipes` (every preset and option when empty) into the
     memory and disk caches, in parallel; needs no GPU. Returns the number of configurations
-    cached; raises UnsupportedError when the JIT is off or a configuration fails to compile."""
+    cached; raises UnsupportedError when the JIT is off or a configuration fails to compile, and
+    ValueError for a recipe that does not parse or has no JIT kernel (its calls run cuda-aot's
+    generic kernel)."""
     if isinstance(recipes, (str, _RecipeBase)):
         raise TypeError(f"jit_warmup: recipes={str(recipes)!r}; expected a sequence of recipes, e.g. ['mxfp8']")
     arch = check_int(arch, "jit_warmup", "arch", "an sm number such as 90, or 0 for the device's", INT32)

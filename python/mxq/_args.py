@@ -19,7 +19,10 @@ def check_bool(v, op: str, name: str) -> bool:
 
 
 def is_int(v) -> bool:
-    """An int or NumPy integer, not a bool (nor a float, however whole)."""
+    """An int, NumPy integer or torch.SymInt (a dynamic shape's size), not a bool (nor a float,
+    however whole)."""
+    if type(v).__name__ == "SymInt":
+        return True
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 

@@ -41,6 +41,18 @@ CLI::Validator integer_in(long long min, long long max) {
 }
 const CLI::Validator kPositive = integer_in(1, std::numeric_limits<int64_t>::max());
 const CLI::Validator kCount = integer_in(0, std::numeric_limits<int64_t>::max());
+// A uint64 (the demo's seed): digits only, at most 2^64 - 1 (CLI11 would wrap -1).
+const CLI::Validator kUint64 = CLI::Validator(
+    [](std::string& text) -> std::string {
+      size_t used = 0;
+      try {
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) (void)std::stoull(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      return used == text.size() && used > 0 ? std::string() : text + " is not an integer in [0, 2^64 - 1]";
+    },
+    "UINT64");
 const CLI::Validator kPositiveInt = integer_in(1, std::numeric_limits<int>::max());
 
 void print_demo(const std::vector<mxq::cli::DemoRow>& rows, bool as_json) {
@@ -167,7 +179,7 @@ static int run(int argc, char** argv) {
   demo->add_option("--rows", dopt.act_rows, "activation rows")->check(kPositive);
   demo->add_option("--weight-rows", dopt.weight_rows, "weight rows")->check(kPositive);
   demo->add_option("--cols", dopt.cols, "columns (hidden size)")->check(kPositive);
-  demo->add_option("--seed", dopt.seed, "random seed")->check(kCount);
+  demo->add_option("--seed", dopt.seed, "random seed")->check(kUint64);
   demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(kPositiveInt);
   demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
   demo->add_option("--backend", backend, "auto, cpu, cuda-aot, cuda-jit or cublaslt (gemm)");
@@ -234,16 +246,19 @@ static int run(int argc, char** argv) {
       ->check(CLI::IsMember({"1d2d", "1d1d"}));
   bgemm->add_flag("--json", as_json, "machine-readable output");
 
-  // "mxq bogus": CLI11 would say only that a subcommand is required
-  if (argc > 1 && argv[1][0] != '-') {
+  // "mxq bogus": CLI11 would say only that a subcommand is required (the top level's only option
+  // is the --json flag, so the first argument that is not an option names the command)
+  int first = 1;
+  while (first < argc && argv[first][0] == '-') ++first;
+  if (first < argc) {
     std::string known;
     bool found = false;
     for (const CLI::App* sc : app.get_subcommands([](CLI::App*) { return true; })) {
       known += (known.empty() ? "" : ", ") + sc->get_name();
-      found = found || sc->get_name() == argv[1];
+      found = found || sc->get_name() == argv[first];
     }
     if (!found) {
-      std::fprintf(stderr, "mxq: error: unknown command '%s'; expected one of %s (mxq --help)\n", argv[1],
+      std::fprintf(stderr, "mxq: error: unknown command '%s'; expected one of %s (mxq --help)\n", argv[first],
                    known.c_str());
       return 2;
     }
@@ -323,7 +338,8 @@ static int run(int argc, char** argv) {
   return 0;
 }
 
-// A command whose output could not be written (a full disk, a closed pipe) has failed.
+// A command whose output could not be written (a full disk) has failed (a closed pipe ends the
+// process with SIGPIPE before this).
 int main(int argc, char** argv) {
   const int rc = run(argc, argv);
   std::cout.flush();

@@ -106,9 +106,11 @@ void apply_option(Recipe& r, std::string_view key, std::string_view v) {
     const std::string s(v);
     errno = 0;
     const float f = std::strtof(s.c_str(), &end);
-    // ERANGE: beyond float32 either way (1e-50 would silently be 0, a different scale rule);
-    // strtof also skips leading spaces, which the recipe grammar does not have
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end != '\0' || errno == ERANGE ||
+    // ERANGE with 0 or Inf: beyond float32 (1e-50 would silently be 0, a different scale rule);
+    // a subnormal also sets ERANGE but is a float32 value. strtof also skips leading spaces,
+    // which the recipe grammar does not have.
+    const bool out_of_range = errno == ERANGE && (f == 0.0f || f > 3.0e38f);
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end != '\0' || out_of_range ||
         !(f >= 0.0f) || f > 3.0e38f)
       bad_option(key, v, "a finite float32 >= 0 (0, or 1.4e-45 to 3e38)");
     r.eps = f;

@@ -52,11 +52,11 @@ struct Extent {
   bool written;
 };
 struct Extents {
-  Extent e[10];
+  Extent e[16];
   int n = 0;
   void add(const char* name, const void* p, int64_t bytes, bool written) {
     if (!p || bytes <= 0) return;
-    if (n == int(std::size(e))) fail(ErrorCode::internal, "overlap check: more than 10 buffers");
+    if (n == int(std::size(e))) fail(ErrorCode::internal, "overlap check: more than 16 buffers");
     e[n++] = {name, uintptr_t(p), uintptr_t(p) + uintptr_t(bytes), written};
   }
   void add(const char* name, const Matrix& m, bool written) {
@@ -149,7 +149,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
     // 1 / scale_in is stored (scale_inv): it must be finite too, or every code decodes to NaN
     if (opt.scale_in && !(num::is_finite(*opt.scale_in) && *opt.scale_in > 0.0f && num::is_finite(1.0f / *opt.scale_in)))
       fail_arg("quantize: options.scale_in=" + fmt_float(*opt.scale_in) +
-               " must be finite and > 0 with a finite reciprocal (>= 2^-128)");
+               " must be finite and > 0 with a finite reciprocal (> 2^-128)");
     if (opt.amax_in && !(*opt.amax_in >= 0.0f))
       fail_arg("quantize: options.amax_in=" + fmt_float(*opt.amax_in) + " must be >= 0");
   }

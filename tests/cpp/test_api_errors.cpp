@@ -199,6 +199,22 @@ TEST(ApiErrors, OverlappingBuffers) {
   expect_error([&] { dequantize(s.out.view(), out); }, invalid({"output", "overlaps quantized.data"}));
 }
 
+// The most buffers one call can have (input, act_input, four outputs, global scale, amax, dbias,
+// noop, amax_in): the overlap check takes them all.
+TEST(ApiErrors, EveryBufferAtOnceIsValid) {
+  PoisonedCall s("nvfp4:dir=both", 64, 128);
+  std::vector<float> a = random_matrix(64, 128, 3), dbias(128);
+  const TensorView act = f32_matrix(a, 64, 128);
+  const float amax = 8.0f, noop = 0.0f;
+  QuantizeOptions o;
+  o.activation = num::Activation::gelu;
+  o.act_input = &act;
+  o.dbias = dbias.data();
+  o.amax_in = &amax;
+  o.noop = &noop;
+  EXPECT_NO_THROW(quantize(s.input(), s.out.view(), o));
+}
+
 // The scalars a call reads (noop, amax_in, scale_in) may not lie in what it writes either.
 TEST(ApiErrors, ScalarsInsideAnOutput) {
   PoisonedCall t("fp8_tensor", 4, 256);
@@ -262,7 +278,8 @@ TEST(ApiErrors, RecipeFieldsOutOfRange) {
     SCOPED_TRACE(fragment);
     Recipe r = good;
     spoil(r);
-    EXPECT_NO_FATAL_FAILURE((void)r.name());  // printable, never an out-of-range read
+    const std::string name = r.name();  // printable, never an out-of-range read
+    if (fragment == "direction=7") EXPECT_NE(name.find("dir=?7"), std::string::npos) << name;
     expect_error([&] { (void)plan(r, 4, 64); }, invalid({"recipe: " + fragment, "is not a valid value"}));
     PoisonedCall s("mxfp8", 4, 64);
     QuantizedTensor q = s.out.view();
@@ -376,6 +393,7 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"fp8_block_1x128:group=abc", {"group=abc", "an integer"}},
       {"fp8_block_1x128:eps=-1", {"eps=-1", "a finite float32 >= 0"}},
       {"fp8_block_1x128:eps=1e-50", {"eps=1e-50", "a finite float32 >= 0"}},  // would be 0: another rule
+      {"fp8_block_1x128:eps=1e-46", {"eps=1e-46", "a finite float32 >= 0"}},
       {"fp8_block_1x128:eps=1e39", {"eps=1e39", "a finite float32 >= 0"}},
       {"fp8_block_1x128:eps= 1", {"eps= 1", "a finite float32 >= 0"}},
       {"fp8_block_1x128:pow2=yes", {"pow2=yes", "0, 1, true or false"}},
@@ -407,6 +425,17 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
     SCOPED_TRACE(text);
     expect_error([&] { Recipe::parse(text); }, invalid(fragments));
   }
+}
+
+// eps takes every float32 >= 0, subnormals too (strtof flags them ERANGE), and a recipe's name
+// parses back to it.
+TEST(ApiErrors, EpsTakesSubnormals) {
+  for (const char* text : {"fp8_block_1x128:eps=1e-40", "fp8_block_1x128:eps=1.4e-45", "fp8_block_1x128:eps=0"}) {
+    SCOPED_TRACE(text);
+    const Recipe r = Recipe::parse(text);
+    EXPECT_EQ(Recipe::parse(r.name()).eps, r.eps);
+  }
+  EXPECT_GT(Recipe::parse("fp8_block_1x128:eps=1e-40").eps, 0.0f);
 }
 
 TEST(ApiErrors, Float8E4m3IsNotFloat8E4m3fn) {

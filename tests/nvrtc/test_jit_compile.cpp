@@ -36,6 +36,23 @@ TEST(JitCompile, KeysCoverThePresets) {
   EXPECT_TRUE(has(num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::colblocks, 32, 32));
   EXPECT_TRUE(has(num::Scheme::nvfp4, num::ElemFormat::e2m1, cuda::FastShape::two_d, 16, 16));
   EXPECT_TRUE(has(num::Scheme::fp8_block, num::ElemFormat::e4m3fn, cuda::FastShape::two_d, 128, 128));
+  // ... and so is every preset's own key, for every input dtype that has one
+  const std::string presets = Recipe::preset_names();
+  int found = 0;
+  for (size_t at = 0; at < presets.size();) {
+    size_t end = presets.find(',', at);
+    std::string name = presets.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    name.erase(0, name.find_first_not_of(' '));
+    at = end == std::string::npos ? presets.size() : end + 1;
+    for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
+      std::string why;
+      const auto k = cuda::fast_key_for(Recipe::parse(name), d, why);
+      if (!k) continue;
+      EXPECT_NE(std::find(keys.begin(), keys.end(), *k), keys.end()) << name << " " << dtype_name(d);
+      ++found;
+    }
+  }
+  EXPECT_GE(found, 30);
 }
 
 TEST(JitCompile, PackedKeysSeparateArchAndDevice) {

@@ -174,8 +174,13 @@ def test_bad_command_lines_name_the_value():
     assert r.returncode != 0 and "99999999999999999999 is not a non-negative integer" in r.stderr, r.stderr
     r = run("cache", "ls", "--arch", "90")
     assert r.returncode == 2 and "cache ls takes no --arch" in r.stderr, r.stderr
+    r = run("--json", "bogus")
+    assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr, r.stderr
     r = run("demo", "--seed", "-1")
-    assert r.returncode != 0 and "-1 is not a non-negative integer" in r.stderr, r.stderr
+    assert r.returncode != 0 and "-1 is not an integer in [0, 2^64 - 1]" in r.stderr, r.stderr
+    r = run("demo", "--seed", "18446744073709551615", "--rows", "4", "--weight-rows", "4", "--cols", "64",
+            "--repeats", "1", "--recipe", "mxfp8", "--backend", "cpu")
+    assert r.returncode == 0, r.stderr
 
 
 def _cuda_usable():
