@@ -279,7 +279,9 @@ TEST(ApiErrors, RecipeFieldsOutOfRange) {
     Recipe r = good;
     spoil(r);
     const std::string name = r.name();  // printable, never an out-of-range read
-    if (fragment == "direction=7") EXPECT_NE(name.find("dir=?7"), std::string::npos) << name;
+    if (fragment == "direction=7") {
+      EXPECT_NE(name.find("dir=?7"), std::string::npos) << name;
+    }
     expect_error([&] { (void)plan(r, 4, 64); }, invalid({"recipe: " + fragment, "is not a valid value"}));
     PoisonedCall s("mxfp8", 4, 64);
     QuantizedTensor q = s.out.view();

@@ -16,6 +16,7 @@
 #include "mxq/api.hpp"
 #include "mxq/error.hpp"
 #include "mxq/numerics/activations.h"
+#include "cuda/quantize/fast_select.hpp"
 #include "runtime/jit/compile.hpp"
 
 namespace mxq::runtime::jit {
