@@ -169,7 +169,7 @@ def test_flags_must_be_bools():
      r"dequantize: q.shape=\(\); expected a tuple of at least one int"),
     (lambda q: mxq.dequantize(dataclasses.replace(q, shape=(4.0, 64))), TypeError, r"q.shape=\(4.0, 64\)"),
     (lambda q: mxq.dequantize(dataclasses.replace(q, shape=(2 ** 64, 64))), ValueError,
-     r"q.shape=\(18446744073709551616, 64\); expected sizes >= 0 of at most 2\^48 elements"),
+     r"q.shape=\(18446744073709551616, 64\); expected sizes >= 0, at most 2\^63 - 1 rows and columns"),
     (lambda q: mxq.dequantize(dataclasses.replace(q, recipe=None)), TypeError, r"q.recipe=None; expected a str"),
     (lambda q: mxq.plan("mxfp8", 64.5, 32), TypeError, r"plan: rows=64.5; expected an int"),
     (lambda q: mxq.plan("mxfp8", 64, 2 ** 63), ValueError, r"plan: cols=9223372036854775808 is out of range"),
