@@ -1,6 +1,7 @@
 // The mxq command. Results go to stdout, progress and errors to stderr.
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -19,40 +20,25 @@ namespace {
 
 using json = nlohmann::json;
 
-// An integer in [min, max], else "NAME: VALUE is not a positive (non-negative) integer" and the
-// bound where it is past it (CLI11's PositiveNumber names a range up to the largest double, and
-// its integer parse clamps 99999999999999999999 and wraps -1 for an unsigned option).
-CLI::Validator integer_in(long long min, long long max) {
+// Digits only, a value in [min, max], else "NAME: VALUE is not a positive (non-negative) integer"
+// and the bound where it is past it (CLI11's PositiveNumber names a range up to the largest
+// double, and its integer parse clamps 99999999999999999999 and wraps -1 for an unsigned option).
+CLI::Validator integer_in(uint64_t min, uint64_t max) {
   const char* kind = min > 0 ? "a positive integer" : "a non-negative integer";
   return CLI::Validator(
       [min, max, kind](std::string& text) -> std::string {
-        size_t used = 0;
-        long long v = 0;
-        try {
-          v = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != text.size() || used == 0 || v < min) return text + " is not " + kind;
-        if (v > max) return text + " is not " + kind + " up to " + std::to_string(max);
+        uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec == std::errc::invalid_argument || end != text.data() + text.size() || v < min)
+          return text + " is not " + kind;
+        if (ec == std::errc::result_out_of_range || v > max) return text + " is not " + kind + " up to " + std::to_string(max);
         return {};
       },
       min > 0 ? "POSITIVE" : "NON-NEGATIVE");
 }
 const CLI::Validator kPositive = integer_in(1, std::numeric_limits<int64_t>::max());
 const CLI::Validator kCount = integer_in(0, std::numeric_limits<int64_t>::max());
-// A uint64 (the demo's seed): digits only, at most 2^64 - 1 (CLI11 would wrap -1).
-const CLI::Validator kUint64 = CLI::Validator(
-    [](std::string& text) -> std::string {
-      size_t used = 0;
-      try {
-        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) (void)std::stoull(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      return used == text.size() && used > 0 ? std::string() : text + " is not an integer in [0, 2^64 - 1]";
-    },
-    "UINT64");
+const CLI::Validator kUint64 = integer_in(0, std::numeric_limits<uint64_t>::max());  // the demo's seed
 const CLI::Validator kPositiveInt = integer_in(1, std::numeric_limits<int>::max());
 
 void print_demo(const std::vector<mxq::cli::DemoRow>& rows, bool as_json) {

@@ -106,12 +106,11 @@ void apply_option(Recipe& r, std::string_view key, std::string_view v) {
     const std::string s(v);
     errno = 0;
     const float f = std::strtof(s.c_str(), &end);
-    // ERANGE with 0 or Inf: beyond float32 (1e-50 would silently be 0, a different scale rule);
-    // a subnormal also sets ERANGE but is a float32 value. strtof also skips leading spaces,
-    // which the recipe grammar does not have.
-    const bool out_of_range = errno == ERANGE && (f == 0.0f || f > 3.0e38f);
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end != '\0' || out_of_range ||
-        !(f >= 0.0f) || f > 3.0e38f)
+    // ERANGE with 0: an underflow (1e-50 would silently be 0, a different scale rule); a
+    // subnormal also sets ERANGE but is a float32 value, and an overflow is Inf (> 3e38 below).
+    // strtof also skips leading spaces, which the recipe grammar does not have.
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end != '\0' ||
+        (errno == ERANGE && f == 0.0f) || !(f >= 0.0f) || f > 3.0e38f)
       bad_option(key, v, "a finite float32 >= 0 (0, or 1.4e-45 to 3e38)");
     r.eps = f;
   } else if (key == "rounding") {
@@ -282,18 +281,18 @@ std::string Recipe::name() const {
 void Recipe::validate() const {
   // Fields set from C++ as enum values out of their range (the name below would index tables
   // with them): named by field and number, before anything reads them.
-  auto range = [](const char* field, int v, int lo, int hi) {
-    if (v < lo || v > hi)
-      fail_arg("recipe: " + std::string(field) + "=" + std::to_string(v) + " is not a valid value; expected " +
-               std::to_string(lo) + ".." + std::to_string(hi));
+  auto range = [](const char* field, auto v, auto lo, auto hi) {
+    if (int(v) < int(lo) || int(v) > int(hi))
+      fail_arg("recipe: " + std::string(field) + "=" + std::to_string(int(v)) + " is not a valid value; expected " +
+               std::to_string(int(lo)) + ".." + std::to_string(int(hi)));
   };
-  range("scheme", int(scheme), 0, 3);
-  range("elem", int(elem), 0, 2);
-  range("scale_type", int(scale_type), 0, 2);
-  range("layout", int(layout), 0, 3);
-  range("direction", int(direction), 1, 3);
-  range("column_form", int(column_form), 0, 1);
-  range("rounding", int(rounding), 0, 1);
+  range("scheme", scheme, Scheme::fp8_tensor, Scheme::nvfp4);
+  range("elem", elem, ElemFormat::e4m3fn, ElemFormat::e2m1);
+  range("scale_type", scale_type, ScaleType::float32, ScaleType::ue4m3);
+  range("layout", layout, ScaleLayout::row_major, ScaleLayout::swizzled_128x4);
+  range("direction", direction, Direction::rowwise, Direction::both);
+  range("column_form", column_form, ColumnForm::same_shape, ColumnForm::transposed);
+  range("rounding", rounding, MxRounding::rceil, MxRounding::floor);
   // The name is built only on failure: validate() runs on every call (plan, quantize).
   auto bad = [&](const std::string& m) { fail_arg("recipe " + name() + ": " + m); };
   const bool fp4 = elem == ElemFormat::e2m1;

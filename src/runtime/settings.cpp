@@ -64,15 +64,17 @@ void check_backend(Backend b, const char* what) {
 
 }  // namespace
 
-// The environment as read once; an invalid value of any MXQ_ variable is an error for every call
-// that consults the settings, whatever else is set (a per-call backend or a setter included).
 namespace {
-const EnvSettings& env_read() {  // never throws: the log uses it (an invalid MXQ_LOG reads as its default)
+// The environment as read once; never throws: the log uses it (an invalid MXQ_LOG reads as its
+// default).
+const EnvSettings& env_read() {
   static const EnvSettings s = read_env();
   return s;
 }
 }  // namespace
 
+// An invalid MXQ_BACKEND, MXQ_STRICT, MXQ_LOG or MXQ_JIT is an error for every call that consults
+// the settings, whatever else is set (a per-call backend or a setter included).
 const EnvSettings& env_settings() {
   const EnvSettings& s = env_read();
   if (!s.error.empty()) fail_arg(s.error);

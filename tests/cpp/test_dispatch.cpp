@@ -119,20 +119,19 @@ TEST(Dispatch, SetterBeatsTheEnvironment) {
 }
 
 TEST(Dispatch, UnknownValuesAreErrorsListingTheValidOnes) {
-  const std::string b = in_child({{"MXQ_BACKEND", "cuda"}}, "quantize_backend");
-  EXPECT_TRUE(has(b, "MXQ_BACKEND='cuda'") && has(b, "auto, cpu, cuda-aot, cuda-jit, cublaslt")) << b;
-  const std::string s = in_child({{"MXQ_STRICT", "yes"}}, "quantize_backend");
-  EXPECT_TRUE(has(s, "MXQ_STRICT='yes'") && has(s, "0, 1")) << s;
-  const std::string l = in_child({{"MXQ_LOG", "debug"}}, "quantize_backend");
-  EXPECT_TRUE(has(l, "MXQ_LOG='debug'") && has(l, "off, warn, info")) << l;
+  struct Case {
+    const char *name, *value, *action, *valid;
+  };
+  // a quantize; then whatever else is set: a per-call backend, the setter, a query of the default
+  for (const Case& c : {Case{"MXQ_BACKEND", "cuda", "quantize_backend", "auto, cpu, cuda-aot, cuda-jit, cublaslt"},
+                        Case{"MXQ_STRICT", "yes", "quantize_backend", "0, 1"},
+                        Case{"MXQ_LOG", "debug", "quantize_backend", "off, warn, info"},
+                        Case{"MXQ_STRICT", "yes", "per_call_cpu", "0, 1"}, Case{"MXQ_JIT", "2", "setter_cpu", "0, 1"},
+                        Case{"MXQ_BACKEND", "bogus", "default_backend", "cublaslt"}}) {
+    const std::string got = in_child({{c.name, c.value}}, c.action);
+    EXPECT_TRUE(has(got, std::string(c.name) + "='" + c.value + "'") && has(got, c.valid)) << c.action << ": " << got;
+  }
   EXPECT_THROW(parse_backend("gpu"), Error);
-  // whatever else is set: a per-call backend, the setter, or a query of the default
-  const std::string p = in_child({{"MXQ_STRICT", "yes"}}, "per_call_cpu");
-  EXPECT_TRUE(has(p, "MXQ_STRICT='yes'")) << p;
-  const std::string q = in_child({{"MXQ_JIT", "2"}}, "setter_cpu");
-  EXPECT_TRUE(has(q, "MXQ_JIT='2'")) << q;
-  const std::string d = in_child({{"MXQ_BACKEND", "bogus"}}, "default_backend");
-  EXPECT_TRUE(has(d, "MXQ_BACKEND='bogus'")) << d;
   EXPECT_EQ(in_child({{"MXQ_BACKEND", "cpu"}}, "default_backend"), "cpu");
 }
 
