@@ -579,6 +579,34 @@ TEST(GpuGemm, DefaultPromoteKFollowsTheOutputDType) {
 // it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
 // kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
 // refuses quantize; cuda-jit falls back.
+// MX, NVFP4 and per-tensor FP8 operands (the cpu backend's reference takes them) on CUDA tensors:
+// an `unsupported` error naming both recipes, under every CUDA backend, and nothing written.
+TEST(GpuGemm, OtherFamiliesAreRefusedOnCuda) {
+  REQUIRE_GPU();
+  Input x(16, 256, std::vector<float>(16 * 256, 1.0f));
+  for (const char* recipe : {"mxfp8", "mxfp4", "nvfp4", "fp8_tensor"}) {
+    QuantizedBuffers a(Recipe::parse(recipe), 16, 256, kGpu), b(Recipe::parse(recipe), 16, 256, kGpu);
+    for (QuantizedBuffers* q : {&a, &b})
+      quantize(TensorView::matrix(x.dev.data(), DType::bfloat16, 16, 256, -1, kGpu), q->view());
+    DeviceBuffer d(kGpu, 16 * 16 * 4);
+    d.fill(0xcd);
+    for (Backend be : {Backend::automatic, Backend::cuda_aot, Backend::cuda_jit, Backend::cublaslt}) {
+      GemmOptions o;
+      o.backend = be;
+      try {
+        gemm(a.view(), b.view(), TensorView::matrix(d.data(), DType::float32, 16, 16, -1, kGpu), o);
+        ADD_FAILURE() << recipe << " accepted on CUDA";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::string("a.recipe=") + recipe), std::string::npos) << e.what();
+      }
+    }
+    std::vector<uint8_t> out(16 * 16 * 4);
+    d.download(out.data());
+    for (uint8_t v : out) ASSERT_EQ(v, 0xcd) << recipe << ": D written";
+  }
+}
+
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
   auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };

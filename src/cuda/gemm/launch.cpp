@@ -174,6 +174,10 @@ std::string cublaslt_unavailable_reason() {
 void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
                const GemmOptions& opt) {
   cuda::require_supported_device(call.d.device, "gemm");
+  if (a.recipe.scheme != Scheme::fp8_block)  // check_gemm: b's family is a's
+    fail(ErrorCode::unsupported, "gemm: a.recipe=" + a.recipe.name() + " and b.recipe=" + b.recipe.name() +
+                                     " on CUDA tensors: the CUDA GEMM kernels take fp8_block operands (1D2D, 1D1D) "
+                                     "only; MX, NVFP4 and per-tensor FP8 operands run on the cpu backend so far");
   cuda::check_device_pointer(a.data.data, call.d.device, "a.data.data");
   cuda::check_device_pointer(a.scales.data, call.d.device, "a.scales.data");
   cuda::check_device_pointer(b.data.data, call.d.device, "b.data.data");
