@@ -579,31 +579,66 @@ TEST(GpuGemm, DefaultPromoteKFollowsTheOutputDType) {
 // it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
 // kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
 // refuses quantize; cuda-jit falls back.
-// MX, NVFP4 and per-tensor FP8 operands (the cpu backend's reference takes them) on CUDA tensors:
-// an `unsupported` error naming both recipes, under every CUDA backend, and nothing written.
-TEST(GpuGemm, OtherFamiliesAreRefusedOnCuda) {
+// MX, NVFP4 and per-tensor FP8 operands run on the generic kernel: quantized on the GPU, their
+// product against the CPU reference on the same bytes (the kernel sums each block in fp32, the
+// reference in fp64: a relative error of a few fp32 ulps), at K = 330 (a partial last block of
+// each family) and 7 x 33 outputs (partial tiles). Asked for by auto, it is a fallback with the
+// reason, which strict mode refuses; cuda-aot runs it outright.
+TEST(GpuGemm, OtherFamiliesRunTheGenericKernel) {
   REQUIRE_GPU();
-  Input x(16, 256, std::vector<float>(16 * 256, 1.0f));
-  for (const char* recipe : {"mxfp8", "mxfp4", "nvfp4", "fp8_tensor"}) {
-    QuantizedBuffers a(Recipe::parse(recipe), 16, 256, kGpu), b(Recipe::parse(recipe), 16, 256, kGpu);
-    for (QuantizedBuffers* q : {&a, &b})
-      quantize(TensorView::matrix(x.dev.data(), DType::bfloat16, 16, 256, -1, kGpu), q->view());
-    DeviceBuffer d(kGpu, 16 * 16 * 4);
-    d.fill(0xcd);
-    for (Backend be : {Backend::automatic, Backend::cuda_aot, Backend::cuda_jit, Backend::cublaslt}) {
-      GemmOptions o;
-      o.backend = be;
-      try {
-        gemm(a.view(), b.view(), TensorView::matrix(d.data(), DType::float32, 16, 16, -1, kGpu), o);
-        ADD_FAILURE() << recipe << " accepted on CUDA";
-      } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
-        EXPECT_NE(std::string(e.what()).find(std::string("a.recipe=") + recipe), std::string::npos) << e.what();
+  const int64_t m = 7, n = 33, k = 330;
+  std::mt19937 rng(41);
+  Input xa(m, k, outliers(rng, m * k)), xb(n, k, outliers(rng, n * k));
+  const std::pair<const char*, const char*> pairs[] = {
+      {"mxfp8", "mxfp8"},          {"mxfp8_e5m2", "mxfp4"}, {"mxfp4", "mxfp4:layout=swizzled_128x4"},
+      {"nvfp4", "nvfp4_2d"},       {"nvfp4:layout=swizzled_128x4", "nvfp4"},
+      {"fp8_tensor", "fp8_tensor"}};
+  for (const auto& [ra, rb] : pairs) {
+    QuantizedBuffers a(Recipe::parse(ra), m, k, kGpu), b(Recipe::parse(rb), n, k, kGpu);
+    quantize(TensorView::matrix(xa.dev.data(), DType::bfloat16, m, k, -1, kGpu), a.view());
+    quantize(TensorView::matrix(xb.dev.data(), DType::bfloat16, n, k, -1, kGpu), b.view());
+    std::string ran;
+    const std::vector<float> d = run_gemm(a, b, m, n, DType::float32, Backend::cuda_aot, &ran);
+    EXPECT_EQ(ran, "cuda-aot generic") << ra << " x " << rb;
+    EXPECT_EQ(last_dispatch().fallback, "");
+    // the same bytes on the host, through the CPU reference
+    struct Host {
+      std::vector<uint8_t> data, scales, global;
+      QuantizedTensor q;
+      explicit Host(QuantizedBuffers& g) : q(g.view()) {
+        auto copy = [](DeviceBuffer& from, std::vector<uint8_t>& to) {
+          to.resize(size_t(from.bytes()));
+          if (!to.empty()) from.download(to.data());
+          return Buffer{to.empty() ? nullptr : to.data(), int64_t(to.size())};
+        };
+        q.device = kCpu;
+        q.data = copy(g.data(), data);
+        q.scales = copy(g.scales(), scales);
+        q.global_scale = copy(g.global_scale(), global);
+        q.col_data = q.col_scales = q.amax = Buffer{};
       }
+    } ha(a), hb(b);
+    std::vector<float> want(size_t(m * n));
+    GemmOptions cpu;
+    cpu.backend = Backend::cpu;
+    gemm(ha.q, hb.q, TensorView::matrix(want.data(), DType::float32, m, n), cpu);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_FALSE(std::isnan(d[i])) << ra << " x " << rb << " at " << i;
+      err += (double(d[i]) - want[i]) * (double(d[i]) - want[i]);
+      ref += double(want[i]) * want[i];
     }
-    std::vector<uint8_t> out(16 * 16 * 4);
-    d.download(out.data());
-    for (uint8_t v : out) ASSERT_EQ(v, 0xcd) << recipe << ": D written";
+    ASSERT_GT(ref, 0.0) << ra << " x " << rb;
+    EXPECT_LE(std::sqrt(err / ref), 1e-6) << ra << " x " << rb;
+    // auto: the same kernel, as a fallback that names the operands; strict mode refuses it
+    run_gemm(a, b, m, n, DType::float32, Backend::automatic, &ran);
+    EXPECT_EQ(ran, "cuda-aot generic");
+    EXPECT_NE(last_dispatch().fallback.find(std::string("no tensor-core GEMM takes ")), std::string::npos)
+        << last_dispatch().fallback;
+    set_strict(true);
+    EXPECT_THROW(run_gemm(a, b, m, n, DType::float32, Backend::automatic), Error);
+    EXPECT_NO_THROW(run_gemm(a, b, m, n, DType::float32, Backend::cuda_aot));
+    set_strict(false);
   }
 }
 

@@ -30,8 +30,24 @@ namespace {
 using cuda::aligned16;
 
 cuda::GemmOperand operand(const QuantizedTensor& q, const num::ScaleGeometry& g) {
-  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, g, q.recipe.block_rows,
+  // NVFP4 keeps a scale row per data row (nvfp4_2d's 16 x 16 blocks too); per-tensor FP8 has none
+  const int block_rows = q.recipe.scale_per_row() || q.recipe.is_tensor_scaled() ? 1 : q.recipe.block_rows;
+  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, g, block_rows,
           q.recipe.scale_type == ScaleType::float32 && q.recipe.layout != ScaleLayout::packed_ue8m0};
+}
+
+// The family fields of the generic kernel's parameters (cuda::GemmFamily).
+cuda::GemmFamily family(const QuantizedTensor& a, const QuantizedTensor& b) {
+  cuda::GemmFamily f;
+  f.scheme = a.recipe.scheme;  // check_gemm: b's is the same
+  f.a_elem = a.recipe.elem;
+  f.b_elem = b.recipe.elem;
+  f.block_k = a.recipe.is_tensor_scaled() ? 128 : a.recipe.block_cols;  // MX 32, NVFP4 16, fp8_block 128
+  if (a.recipe.has_global_scale()) {
+    f.a_global = static_cast<const float*>(a.global_scale.data);
+    f.b_global = static_cast<const float*>(b.global_scale.data);
+  }
+  return f;
 }
 
 // Why cuBLASLt cannot take this call ("" when it can). Its block-scaled FP8 GEMM needs fp32
@@ -174,14 +190,12 @@ std::string cublaslt_unavailable_reason() {
 void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
                const GemmOptions& opt) {
   cuda::require_supported_device(call.d.device, "gemm");
-  if (a.recipe.scheme != Scheme::fp8_block)  // check_gemm: b's family is a's
-    fail(ErrorCode::unsupported, "gemm: a.recipe=" + a.recipe.name() + " and b.recipe=" + b.recipe.name() +
-                                     " on CUDA tensors: the CUDA GEMM kernels take fp8_block operands (1D2D, 1D1D) "
-                                     "only; MX, NVFP4 and per-tensor FP8 operands run on the cpu backend so far");
   cuda::check_device_pointer(a.data.data, call.d.device, "a.data.data");
   cuda::check_device_pointer(a.scales.data, call.d.device, "a.scales.data");
+  cuda::check_device_pointer(a.global_scale.data, call.d.device, "a.global_scale.data");
   cuda::check_device_pointer(b.data.data, call.d.device, "b.data.data");
   cuda::check_device_pointer(b.scales.data, call.d.device, "b.scales.data");
+  cuda::check_device_pointer(b.global_scale.data, call.d.device, "b.global_scale.data");
   cuda::check_device_pointer(call.d.data, call.d.device, "d.data");
   cuda::check_device_pointer(call.c.data, call.d.device, "options.c.data");
   cuda::check_device_pointer(opt.bias, call.d.device, "options.bias");
@@ -204,6 +218,19 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d = call.d.data;
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
+  p.family = family(a, b);
+  if (a.recipe.scheme != Scheme::fp8_block) {
+    // MX, NVFP4 and per-tensor FP8 operands (check_gemm: both of one family): no tensor-core
+    // kernel of ours or cuBLASLt's takes them on Hopper, the generic kernel decodes them. Asked
+    // for by auto, cublaslt or cuda-jit, that is a fallback (strict mode refuses it).
+    if (be != Backend::cuda_aot)
+      fallback("gemm", backend_name(be), "cuda-aot generic kernel",
+               "no tensor-core GEMM takes " + a.recipe.name() + " x " + b.recipe.name() +
+                   " operands on this GPU (the MX, NVFP4 and per-tensor FP8 families run on the generic kernel)");
+    cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");
+    record_dispatch("gemm", Backend::cuda_aot, "generic");
+    return;
+  }
   // Our kernels, by gemm_path's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
   // M <= 32 with K % 128 == 0 (M <= 64 where the wgmma kernel cannot run), the TMA + wgmma kernel
   // for the other 1D2D shapes with K % 16 == 0, the generic kernel for the rest; each also needs
