@@ -120,8 +120,9 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arc
 //   MX:     each of A and B mxfp8, mxfp8_e5m2 or mxfp4 (1 x 32 UE8M0 blocks; FP8 x FP4 mixes);
 //   NVFP4:  nvfp4 or nvfp4_2d (1 x 16 UE4M3 blocks times each operand's global scale);
 //   fp8_tensor: per-tensor FP8 (each operand's global scale).
-// The cpu backend takes every family; the tensor-core kernels below take fp8_block operands, and
-// CUDA tensors of the other families run on the generic kernel (under auto a fallback, which
+// The cpu backend takes every family; the tensor-core kernels below take fp8_block operands,
+// per-tensor FP8 runs on cuBLASLt (scalar scales) where it takes the call, and CUDA tensors of the
+// other families run on the generic kernel (under auto a fallback, which
 // strict mode refuses; docs/ARCHITECTURE.md, "GEMM operand families", has what Hopper and
 // Blackwell tensor cores need of them). D is float32 or bfloat16; C
 // (optional) is float32 [M, N] and may be D itself (accumulate); bias is float32 [N]. D may

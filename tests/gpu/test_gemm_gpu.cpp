@@ -630,15 +630,56 @@ TEST(GpuGemm, OtherFamiliesRunTheGenericKernel) {
     }
     ASSERT_GT(ref, 0.0) << ra << " x " << rb;
     EXPECT_LE(std::sqrt(err / ref), 1e-6) << ra << " x " << rb;
-    // auto: the same kernel, as a fallback that names the operands; strict mode refuses it
+    // auto: the same kernel, as a fallback with its reason (per-tensor FP8: cuBLASLt's, K % 16 here);
+    // strict mode refuses it
     run_gemm(a, b, m, n, DType::float32, Backend::automatic, &ran);
     EXPECT_EQ(ran, "cuda-aot generic");
-    EXPECT_NE(last_dispatch().fallback.find(std::string("no tensor-core GEMM takes ")), std::string::npos)
+    const bool tensor = std::string(ra).rfind("fp8_tensor", 0) == 0;
+    EXPECT_NE(last_dispatch().fallback.find(tensor ? "K % 16 == 0 (K=330)" : "no tensor-core GEMM of ours takes "),
+              std::string::npos)
         << last_dispatch().fallback;
     set_strict(true);
     EXPECT_THROW(run_gemm(a, b, m, n, DType::float32, Backend::automatic), Error);
     EXPECT_NO_THROW(run_gemm(a, b, m, n, DType::float32, Backend::cuda_aot));
     set_strict(false);
+  }
+}
+
+// Per-tensor FP8 operands on cuBLASLt (auto and cublaslt): the scalar scale mode with each
+// operand's global scale, E4M3 x E4M3 and E4M3 x E5M2, against the CPU reference (fp32 D: the
+// 2e-4 bar of the block-scaled kernels); E5M2 x E5M2, which cuBLASLt lacks, falls back to the
+// generic kernel naming why.
+TEST(GpuGemm, PerTensorFp8RunsOnCublasLt) {
+  REQUIRE_GPU();
+  const int64_t m = 8, n = 40, k = 320;
+  std::mt19937 rng(43);
+  Input xa(m, k, outliers(rng, m * k)), xb(n, k, outliers(rng, n * k));
+  const std::pair<const char*, const char*> pairs[] = {{"fp8_tensor", "fp8_tensor"},
+                                                       {"fp8_tensor", "fp8_tensor:elem=float8_e5m2"},
+                                                       {"fp8_tensor:elem=float8_e5m2", "fp8_tensor:elem=float8_e5m2"}};
+  for (const auto& [ra, rb] : pairs) {
+    QuantizedBuffers a(Recipe::parse(ra), m, k, kGpu), b(Recipe::parse(rb), n, k, kGpu);
+    quantize(TensorView::matrix(xa.dev.data(), DType::bfloat16, m, k, -1, kGpu), a.view());
+    quantize(TensorView::matrix(xb.dev.data(), DType::bfloat16, n, k, -1, kGpu), b.view());
+    const std::vector<float> want = run_gemm(a, b, m, n, DType::float32, Backend::cuda_aot);  // generic
+    const bool both_e5m2 = std::string(ra).find("e5m2") != std::string::npos && std::string(rb).find("e5m2") != std::string::npos;
+    for (Backend be : {Backend::automatic, Backend::cublaslt}) {
+      std::string ran;
+      const std::vector<float> d = run_gemm(a, b, m, n, DType::float32, be, &ran);
+      if (both_e5m2) {
+        EXPECT_EQ(ran, "cuda-aot generic");
+        EXPECT_NE(last_dispatch().fallback.find("E5M2 x E5M2"), std::string::npos) << last_dispatch().fallback;
+        continue;
+      }
+      EXPECT_EQ(ran, "cublaslt cublasLt per-tensor FP8") << ra << " x " << rb;
+      EXPECT_EQ(last_dispatch().fallback, "");
+      double err = 0, ref = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        err += (double(d[i]) - want[i]) * (double(d[i]) - want[i]);
+        ref += double(want[i]) * want[i];
+      }
+      EXPECT_LE(std::sqrt(err / ref), 2e-4) << ra << " x " << rb;
+    }
   }
 }
 

@@ -61,14 +61,19 @@ std::string cublaslt_why_not(const GemmCall& call, const QuantizedTensor& a, con
   return "this build has no cuBLASLt (configured without CUDA::cublasLt)";
 #else
   const int64_t m = a.rows, n = b.rows, k = a.cols;
-  if (a.recipe.scale_type != ScaleType::float32 || b.recipe.scale_type != ScaleType::float32)
+  if (a.recipe.is_tensor_scaled()) {  // per-tensor FP8: scalar scales, E4M3 / E5M2 but not both E5M2
+    if (a.recipe.elem == ElemFormat::e5m2 && b.recipe.elem == ElemFormat::e5m2)
+      return "cuBLASLt has no E5M2 x E5M2 FP8 GEMM";
+  } else if (a.recipe.scale_type != ScaleType::float32 || b.recipe.scale_type != ScaleType::float32) {
     return "cuBLASLt takes fp32 block scales, not UE8M0 bytes";
-  if (a.recipe.layout != ScaleLayout::mn_major_tma || m % 4 != 0)
-    return "cuBLASLt takes A's 1x128 scales in layout mn_major_tma with M % 4 == 0 (M=" + std::to_string(m) + ")";
-  if (b.recipe.block_rows == 128 && (b.recipe.layout != ScaleLayout::row_major || k % 512 != 0))
-    return "cuBLASLt takes B's 128x128 scales row_major with K % 512 == 0 (K=" + std::to_string(k) + ")";
-  if (b.recipe.block_rows == 1 && (b.recipe.layout != ScaleLayout::mn_major_tma || n % 4 != 0))
-    return "cuBLASLt takes B's 1x128 scales in layout mn_major_tma with N % 4 == 0 (N=" + std::to_string(n) + ")";
+  } else {
+    if (a.recipe.layout != ScaleLayout::mn_major_tma || m % 4 != 0)
+      return "cuBLASLt takes A's 1x128 scales in layout mn_major_tma with M % 4 == 0 (M=" + std::to_string(m) + ")";
+    if (b.recipe.block_rows == 128 && (b.recipe.layout != ScaleLayout::row_major || k % 512 != 0))
+      return "cuBLASLt takes B's 128x128 scales row_major with K % 512 == 0 (K=" + std::to_string(k) + ")";
+    if (b.recipe.block_rows == 1 && (b.recipe.layout != ScaleLayout::mn_major_tma || n % 4 != 0))
+      return "cuBLASLt takes B's 1x128 scales in layout mn_major_tma with N % 4 == 0 (N=" + std::to_string(n) + ")";
+  }
   if (k == 0 || k % 16 != 0) return "cuBLASLt needs K > 0 and K % 16 == 0 (K=" + std::to_string(k) + ")";
   if (opt.bias) return "cuBLASLt's block-scaled GEMM is called without a bias epilogue here";
   if (call.c.data && call.d.dtype != DType::float32) return "cuBLASLt adds C only to an fp32 D";
@@ -99,7 +104,7 @@ struct Plan {
 struct DeviceLt {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int>, Plan> plans;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int>, Plan> plans;
 };
 std::mutex g_lt_mu;
 std::map<int, DeviceLt> g_lt;
@@ -107,7 +112,11 @@ std::map<int, DeviceLt> g_lt;
 void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
                   cudaStream_t stream) {
   const int64_t m = a.rows, n = b.rows, k = a.cols;
-  const bool has_c = call.c.data != nullptr, fp32_d = call.d.dtype == DType::float32, blk = b.recipe.block_rows == 128;
+  const bool has_c = call.c.data != nullptr, fp32_d = call.d.dtype == DType::float32;
+  // scales: 0 VEC128 x VEC128 (1D1D), 1 VEC128 x BLK128x128 (1D2D), 2 scalars (per-tensor FP8),
+  // whose element types may differ: E4M3 or E5M2 each
+  const int mode = a.recipe.is_tensor_scaled() ? 2 : b.recipe.block_rows == 128 ? 1 : 0;
+  const bool e5_a = a.recipe.elem == ElemFormat::e5m2, e5_b = b.recipe.elem == ElemFormat::e5m2;
   std::lock_guard<std::mutex> lock(g_lt_mu);
   DeviceLt& dev = g_lt[call.d.device.index];
   if (!dev.handle) {
@@ -115,7 +124,8 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     check_lt(cublasLtCreate(&dev.handle), "handle creation");
     cuda::check_cuda(cudaMalloc(&dev.workspace, kWorkspace), "gemm: cuBLASLt workspace");
   }
-  Plan& p = dev.plans[{m, n, k, call.d.row_stride, has_c ? call.c.row_stride : 0, fp32_d, has_c, blk}];
+  Plan& p = dev.plans[{m, n, k, call.d.row_stride, has_c ? call.c.row_stride : 0, fp32_d, has_c, mode,
+                       int(e5_a) * 2 + int(e5_b)}];
   if (!p.desc) {
     // Row-major D[M, N] = A . B^T is column-major D^T[N, M] = op(B') . A' with B' = our B
     // (K x N, column-major, transposed) and A' = our A (K x M): cuBLASLt's "A" is our B.
@@ -123,14 +133,18 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     const cublasOperation_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
-    const cublasLtMatmulMatrixScale_t sa = blk ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
-                                               : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    const cublasLtMatmulMatrixScale_t sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const cublasLtMatmulMatrixScale_t sa = mode == 2   ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+                                           : mode == 1 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                                       : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const cublasLtMatmulMatrixScale_t sb =
+        mode == 2 ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &sa, sizeof sa), "A scale mode");
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sb, sizeof sb), "B scale mode");
     const cudaDataType_t dt = fp32_d ? CUDA_R_32F : CUDA_R_16BF;
-    check_lt(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k), "A layout");
-    check_lt(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), k), "B layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.la, e5_b ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k),
+             "A layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.lb, e5_a ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), k),
+             "B layout");
     check_lt(cublasLtMatrixLayoutCreate(&p.ld, dt, uint64_t(n), uint64_t(m), call.d.row_stride), "D layout");
     check_lt(cublasLtMatrixLayoutCreate(&p.lc, dt, uint64_t(n), uint64_t(m), has_c ? call.c.row_stride : call.d.row_stride),
              "C layout");
@@ -140,7 +154,7 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
                                                   sizeof kWorkspace),
              "workspace preference");
     // The heuristic needs the scale pointers' modes only; any non-null pointer will do here.
-    const void* any = a.scales.data;
+    const void* any = mode == 2 ? a.global_scale.data : a.scales.data;
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &any, sizeof any), "A scale");
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &any, sizeof any), "B scale");
     cublasLtMatmulHeuristicResult_t r{};
@@ -152,10 +166,12 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     if (p.ok) p.algo = r.algo;
   }
   if (!p.ok)
-    fail(ErrorCode::unsupported, "gemm: cuBLASLt has no block-scaled algorithm for M=" + std::to_string(m) +
+    fail(ErrorCode::unsupported, std::string("gemm: cuBLASLt has no ") + (mode == 2 ? "per-tensor FP8" : "block-scaled") +
+                                     " algorithm for M=" + std::to_string(m) +
                                      " N=" + std::to_string(n) + " K=" + std::to_string(k));
-  const void* scale_b = b.scales.data;  // cuBLASLt's A
-  const void* scale_a = a.scales.data;  // cuBLASLt's B
+  // cuBLASLt's A is our B; per-tensor FP8's scalars are the global scales (decode multipliers)
+  const void* scale_b = mode == 2 ? b.global_scale.data : b.scales.data;
+  const void* scale_a = mode == 2 ? a.global_scale.data : a.scales.data;
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_b, sizeof scale_b),
            "A scale");
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_a, sizeof scale_a),
@@ -220,13 +236,24 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d_bf16 = call.d.dtype == DType::bfloat16;
   p.family = family(a, b);
   if (a.recipe.scheme != Scheme::fp8_block) {
-    // MX, NVFP4 and per-tensor FP8 operands (check_gemm: both of one family): no tensor-core
-    // kernel of ours or cuBLASLt's takes them on Hopper, the generic kernel decodes them. Asked
-    // for by auto, cublaslt or cuda-jit, that is a fallback (strict mode refuses it).
-    if (be != Backend::cuda_aot)
-      fallback("gemm", backend_name(be), "cuda-aot generic kernel",
-               "no tensor-core GEMM takes " + a.recipe.name() + " x " + b.recipe.name() +
-                   " operands on this GPU (the MX, NVFP4 and per-tensor FP8 families run on the generic kernel)");
+    // MX, NVFP4 and per-tensor FP8 operands (check_gemm: both of one family). Per-tensor FP8 runs
+    // on cuBLASLt (auto, cublaslt) where it takes the call; no tensor-core kernel takes the others
+    // on Hopper, and the generic kernel decodes them all. Asked for by auto, cublaslt or cuda-jit,
+    // the generic kernel is a fallback (strict mode refuses it).
+    std::string why = "no tensor-core GEMM of ours takes " + a.recipe.name() + " x " + b.recipe.name() +
+                      " operands on this GPU (the MX and NVFP4 families run on the generic kernel)";
+    if (a.recipe.is_tensor_scaled() && (be == Backend::automatic || be == Backend::cublaslt)) {
+      why = cublaslt_unavailable_reason();
+      if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
+#if MXQ_HAVE_CUBLASLT
+      if (why.empty()) {
+        run_cublaslt(call, a, b, opt, stream);
+        record_dispatch("gemm", Backend::cublaslt, "cublasLt per-tensor FP8");
+        return;
+      }
+#endif
+    }
+    if (be != Backend::cuda_aot) fallback("gemm", backend_name(be), "cuda-aot generic kernel", why);
     cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");
     record_dispatch("gemm", Backend::cuda_aot, "generic");
     return;
