@@ -575,10 +575,6 @@ TEST(GpuGemm, DefaultPromoteKFollowsTheOutputDType) {
   }
 }
 
-// auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
-// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
-// kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
-// refuses quantize; cuda-jit falls back.
 // MX, NVFP4 and per-tensor FP8 operands (the cpu backend's reference takes them) on CUDA tensors:
 // an `unsupported` error naming both recipes, under every CUDA backend, and nothing written.
 TEST(GpuGemm, OtherFamiliesAreRefusedOnCuda) {
@@ -607,6 +603,10 @@ TEST(GpuGemm, OtherFamiliesAreRefusedOnCuda) {
   }
 }
 
+// auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
+// it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
+// kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt
+// refuses quantize; cuda-jit falls back.
 TEST(GpuGemm, BackendSelection) {
   REQUIRE_GPU();
   auto ones = [](int64_t rows, int64_t k) { return std::vector<float>(size_t(rows * k), 1.0f); };
