@@ -169,9 +169,9 @@ def _dequantize_fake(recipe, rows, cols, data, scales, col_data, col_scales, glo
 
 
 @torch.library.custom_op("mxq::gemm", mutates_args=())
-def gemm_op(a_recipe: str, m: int, k: int, a_data: torch.Tensor, a_scales: torch.Tensor, b_recipe: str, n: int,
-            kb: int, b_data: torch.Tensor, b_scales: torch.Tensor, alpha: float, c: Optional[torch.Tensor],
-            bias: Optional[torch.Tensor], out_dtype: str, backend: str, promote_k: int,
+def gemm_op(a_recipe: str, m: int, k: int, a_data: torch.Tensor, a_scales: Optional[torch.Tensor],
+            b_recipe: str, n: int, kb: int, b_data: torch.Tensor, b_scales: Optional[torch.Tensor], alpha: float,
+            c: Optional[torch.Tensor], bias: Optional[torch.Tensor], out_dtype: str, backend: str, promote_k: int,
             block_m: int = 0, a_global: Optional[torch.Tensor] = None,
             b_global: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,

@@ -178,6 +178,9 @@ QuantizedLayout check_gemm_operand(const QuantizedTensor& q, const char* name, b
     case Scheme::nvfp4: expected = "nvfp4 or nvfp4_2d quantized rowwise"; break;
   }
   if (!ok) fail_arg(std::string("gemm: ") + name + ".recipe=" + r.name() + " is not supported; expected " + expected);
+  if (r.elem == ElemFormat::e2m1 && q.cols % 2 != 0)
+    fail_arg(std::string("gemm: ") + name + ".cols=" + std::to_string(q.cols) + " (K) must be even for " + r.name() +
+             " (float4_e2m1fn, two codes per byte)");
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
   need.col_data = need.col_scales = need.amax = {};
   check_buffers(q, need, [&] { return r.name(); }, std::string(name) + ".");

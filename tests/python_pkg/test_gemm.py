@@ -29,8 +29,10 @@ FP4_INTS = np.array([0, 1, -1, 2, -2, 3, -3, 4, -4, 6, -6], np.float32)  # exact
                                                ("mxfp8_e5m2", "mxfp8")])
 def test_exact_mx_gemm(a_recipe, b_recipe):
     def operand(recipe, rows):
-        fp4 = recipe.startswith("mxfp4")
-        x = RNG.choice(FP4_INTS, size=(rows, 320)) if fp4 else ints((rows, 320))
+        if recipe.startswith("mxfp4"):  # rows of |x| <= 1, <= 3 and <= 6: block scales 1/4, 1/2 and 1
+            x = np.stack([RNG.choice(FP4_INTS[:(3, 7, 11)[r % 3]], size=320) for r in range(rows)])
+        else:
+            x = ints((rows, 320))
         return x, mxq.quantize(x, recipe)
     a, qa = operand(a_recipe, 17)
     b, qb = operand(b_recipe, 40)

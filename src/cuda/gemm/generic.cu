@@ -43,7 +43,8 @@ __global__ void gemm_generic_kernel(const GemmParams p) {
     for (int64_t t = k0; t < k1; ++t) part = __fmaf_rn(lut[0][code_at(x, t, fa)], lut[1][code_at(y, t, fb)], part);
     acc = __fmaf_rn(part, gemm_family_scale(p.a, p.family.scheme, i, kb) * gemm_family_scale(p.b, p.family.scheme, j, kb), acc);
   }
-  if (p.family.a_global) acc *= *p.family.a_global * *p.family.b_global;
+  // one global scale at a time: their product alone may overflow or underflow where D does not
+  if (p.family.a_global) acc = (acc * *p.family.a_global) * *p.family.b_global;
   gemm_store(p, i, j, gemm_output(p, acc, i, j));
 }
 

@@ -109,8 +109,9 @@ struct DeviceLt {
 std::mutex g_lt_mu;
 std::map<int, DeviceLt> g_lt;
 
-void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
-                  cudaStream_t stream) {
+// Runs the call on cuBLASLt; "" once enqueued, else why not (its heuristic found no algorithm).
+std::string run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
+                         const GemmOptions& opt, cudaStream_t stream) {
   const int64_t m = a.rows, n = b.rows, k = a.cols;
   const bool has_c = call.c.data != nullptr, fp32_d = call.d.dtype == DType::float32;
   // scales: 0 VEC128 x VEC128 (1D1D), 1 VEC128 x BLK128x128 (1D2D), 2 scalars (per-tensor FP8),
@@ -166,9 +167,8 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     if (p.ok) p.algo = r.algo;
   }
   if (!p.ok)
-    fail(ErrorCode::unsupported, std::string("gemm: cuBLASLt has no ") + (mode == 2 ? "per-tensor FP8" : "block-scaled") +
-                                     " algorithm for M=" + std::to_string(m) +
-                                     " N=" + std::to_string(n) + " K=" + std::to_string(k));
+    return std::string("cuBLASLt's heuristic has no ") + (mode == 2 ? "per-tensor FP8" : "block-scaled") +
+           " algorithm for M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k);
   // cuBLASLt's A is our B; per-tensor FP8's scalars are the global scales (decode multipliers)
   const void* scale_b = mode == 2 ? b.global_scale.data : b.scales.data;
   const void* scale_a = mode == 2 ? a.global_scale.data : a.scales.data;
@@ -181,6 +181,7 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
   check_lt(cublasLtMatmul(dev.handle, p.desc, &alpha, b.data.data, p.la, a.data.data, p.lb, &beta, c, p.lc,
                           call.d.data, p.ld, &p.algo, dev.workspace, kWorkspace, stream),
            "matmul");
+  return "";
 }
 #endif
 
@@ -208,10 +209,11 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   cuda::require_supported_device(call.d.device, "gemm");
   cuda::check_device_pointer(a.data.data, call.d.device, "a.data.data");
   cuda::check_device_pointer(a.scales.data, call.d.device, "a.scales.data");
-  cuda::check_device_pointer(a.global_scale.data, call.d.device, "a.global_scale.data");
+  if (a.recipe.has_global_scale())  // check_gemm and the kernels ignore it otherwise
+    cuda::check_device_pointer(a.global_scale.data, call.d.device, "a.global_scale.data");
   cuda::check_device_pointer(b.data.data, call.d.device, "b.data.data");
   cuda::check_device_pointer(b.scales.data, call.d.device, "b.scales.data");
-  cuda::check_device_pointer(b.global_scale.data, call.d.device, "b.global_scale.data");
+  if (b.recipe.has_global_scale()) cuda::check_device_pointer(b.global_scale.data, call.d.device, "b.global_scale.data");
   cuda::check_device_pointer(call.d.data, call.d.device, "d.data");
   cuda::check_device_pointer(call.c.data, call.d.device, "options.c.data");
   cuda::check_device_pointer(opt.bias, call.d.device, "options.bias");
@@ -237,17 +239,19 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.family = family(a, b);
   if (a.recipe.scheme != Scheme::fp8_block) {
     // MX, NVFP4 and per-tensor FP8 operands (check_gemm: both of one family). Per-tensor FP8 runs
-    // on cuBLASLt (auto, cublaslt) where it takes the call; no tensor-core kernel takes the others
+    // on cuBLASLt (auto, cublaslt) where it takes the call; no tensor-core GEMM takes the others
     // on Hopper, and the generic kernel decodes them all. Asked for by auto, cublaslt or cuda-jit,
     // the generic kernel is a fallback (strict mode refuses it).
-    std::string why = "no tensor-core GEMM of ours takes " + a.recipe.name() + " x " + b.recipe.name() +
-                      " operands on this GPU (the MX and NVFP4 families run on the generic kernel)";
-    if (a.recipe.is_tensor_scaled() && (be == Backend::automatic || be == Backend::cublaslt)) {
+    const bool tensor = a.recipe.is_tensor_scaled();
+    std::string why = tensor ? "the JIT specialises the fp8_block TMA + wgmma kernel only"
+                             : "no tensor-core GEMM takes " + a.recipe.name() + " x " + b.recipe.name() +
+                                   " operands on this GPU (neither ours nor cuBLASLt's on Hopper)";
+    if (tensor && (be == Backend::automatic || be == Backend::cublaslt)) {
       why = cublaslt_unavailable_reason();
       if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
+      if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
       if (why.empty()) {
-        run_cublaslt(call, a, b, opt, stream);
         record_dispatch("gemm", Backend::cublaslt, "cublasLt per-tensor FP8");
         return;
       }
@@ -290,8 +294,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
+    if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
     if (why.empty()) {
-      run_cublaslt(call, a, b, opt, stream);
       record_dispatch("gemm", Backend::cublaslt, b.recipe.block_rows == 128 ? "cublasLt VEC128 x BLK128x128"
                                                                             : "cublasLt VEC128 x VEC128");
       return;
