@@ -205,9 +205,9 @@ typedef struct mxq_gemm_options {
  * B fp8_block_128x128) or 1D1D (both fp8_block_1x128; fp32 or pow2/UE8M0 scales, any layout); MX
  * (each of A and B mxfp8, mxfp8_e5m2 or mxfp4); NVFP4 (nvfp4 or nvfp4_2d, with global_scale); or
  * fp8_tensor (with global_scale). The cpu backend is the fp64 reference and takes them all; the
- * CUDA kernels take the fp8_block families. CUDA operands run our TMA + wgmma kernel, cuBLASLt's block-scaled GEMM
- * (MXQ_BACKEND_CUBLASLT), our decode kernel or a generic kernel, as mxq/api.hpp describes
- * (GemmOptions); mxq_last_dispatch says which ran.
+ * CUDA kernels take the fp8_block families. CUDA operands run our TMA + wgmma kernel,
+ * cuBLASLt's block-scaled GEMM (MXQ_BACKEND_CUBLASLT), our decode kernel or a generic kernel, as
+ * mxq/api.hpp describes (GemmOptions); mxq_last_dispatch says which ran.
  *   a_recipe, a, m, k: A's recipe, buffers and shape;  b_recipe, b, n: B's (its K is k).
  *   d: float32 or bfloat16 (M, N).  options: NULL or options. */
 mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int64_t k, mxq_recipe b_recipe,

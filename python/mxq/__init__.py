@@ -369,9 +369,9 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     rowwise (K-major) in one scale family: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D
     (both fp8_block_1x128); MX (each of A and B mxfp8, mxfp8_e5m2 or mxfp4); NVFP4 (nvfp4 or
     nvfp4_2d); or per-tensor FP8 (fp8_tensor). The GPU kernels take the fp8_block families; the
-    others run on the CPU backend (the reference) so far. Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
-    library (torch: the custom op ``torch.ops.mxq.gemm``). The CPU backend is the fp64
-    reference. On CUDA, backend "auto" runs our TMA + wgmma kernel where it takes the call (M > 64),
+    others run on the CPU backend (the reference) so far. Returns a new (M, N) array of
+    ``out_dtype`` ("float32" or "bfloat16") in the operands' library (torch: the custom op
+    ``torch.ops.mxq.gemm``). The CPU backend is the fp64 reference. On CUDA, backend "auto" runs our TMA + wgmma kernel where it takes the call (M > 64),
     else cuBLASLt's block-scaled GEMM, else our decode or generic kernel; "cublaslt" and
     "cuda-aot" ask for one side (mxq/api.hpp lists the conditions). ``promote_k`` (32, 64 or 128)
     is the K extent of the wgmma kernel's tensor-core partial sums: 32 is the most accurate, 128
