@@ -112,11 +112,19 @@ struct JitWarmupResult {
 };
 JitWarmupResult jit_warmup(const std::vector<std::string>& recipes = {}, int arch = 0, int threads = 0);
 
-// ---- Block-scaled FP8 GEMM: D[M, N] = alpha * A[M, K] . B[N, K]^T (+ C) (+ bias[N]).
-// A and B are what quantize() wrote: float8_e4m3fn, K-major (rowwise), with fp8_block scales:
+// ---- Block-scaled GEMM: D[M, N] = alpha * A[M, K] . B[N, K]^T (+ C) (+ bias[N]).
+// A and B are what quantize() wrote, K-major (rowwise), both of one scale family:
 //   1D2D (inference, forward): A fp8_block_1x128, B fp8_block_128x128 (DeepGEMM fp8_gemm_nt);
 //   1D1D (weight gradient):    A and B fp8_block_1x128;
-// fp32 or UE8M0 (pow2) scales, in any layout quantize() writes. D is float32 or bfloat16; C
+//     (float8_e4m3fn, fp32 or UE8M0 (pow2) scales, in any layout quantize() writes);
+//   MX:     each of A and B mxfp8, mxfp8_e5m2 or mxfp4 (1 x 32 UE8M0 blocks; FP8 x FP4 mixes);
+//   NVFP4:  nvfp4 or nvfp4_2d (1 x 16 UE4M3 blocks times each operand's global scale);
+//   fp8_tensor: per-tensor FP8 (each operand's global scale).
+// The cpu backend takes every family; the tensor-core kernels below take fp8_block operands,
+// per-tensor FP8 runs on cuBLASLt (scalar scales) where it takes the call, and CUDA tensors of the
+// other families run on the generic kernel (under auto a fallback, which
+// strict mode refuses; docs/ARCHITECTURE.md, "GEMM operand families", has what Hopper and
+// Blackwell tensor cores need of them). D is float32 or bfloat16; C
 // (optional) is float32 [M, N] and may be D itself (accumulate); bias is float32 [N]. D may
 // overlap nothing else (A, B, their scales, bias, or C other than exactly D): an error.
 // The cpu backend (the reference) computes each output in fp64 from the exact products

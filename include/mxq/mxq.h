@@ -200,12 +200,15 @@ typedef struct mxq_gemm_options {
 } mxq_gemm_options;
 #define MXQ_GEMM_OPTIONS_INIT {sizeof(mxq_gemm_options), MXQ_BACKEND_AUTO, 1.0f, NULL, NULL, NULL, 0, 0}
 
-/* Block-scaled FP8 GEMM: D (M, N) = alpha * A (M, K) . B (N, K)^T (+ C) (+ bias), both operands
- * K-major as mxq_quantize writes them. 1D2D: A fp8_block_1x128, B fp8_block_128x128; 1D1D: both
- * fp8_block_1x128 (fp32 or pow2/UE8M0 scales, any layout). The cpu backend is the fp64
- * reference. CUDA operands run our TMA + wgmma kernel, cuBLASLt's block-scaled GEMM
- * (MXQ_BACKEND_CUBLASLT), our decode kernel or a generic kernel, as mxq/api.hpp describes
- * (GemmOptions); mxq_last_dispatch says which ran.
+/* Block-scaled GEMM: D (M, N) = alpha * A (M, K) . B (N, K)^T (+ C) (+ bias), both operands
+ * K-major (rowwise) as mxq_quantize writes them, in one scale family: 1D2D (A fp8_block_1x128,
+ * B fp8_block_128x128) or 1D1D (both fp8_block_1x128; fp32 or pow2/UE8M0 scales, any layout); MX
+ * (each of A and B mxfp8, mxfp8_e5m2 or mxfp4); NVFP4 (nvfp4 or nvfp4_2d, with global_scale); or
+ * fp8_tensor (with global_scale). The cpu backend is the fp64 reference and takes them all. CUDA
+ * fp8_block operands run our TMA + wgmma kernel, cuBLASLt's block-scaled GEMM
+ * (MXQ_BACKEND_CUBLASLT), our decode kernel or a generic kernel; fp8_tensor ones cuBLASLt's FP8
+ * GEMM or the generic kernel; MX and NVFP4 ones the generic kernel (a fallback under auto); as
+ * mxq/api.hpp describes (GemmOptions). mxq_last_dispatch says which ran.
  *   a_recipe, a, m, k: A's recipe, buffers and shape;  b_recipe, b, n: B's (its K is k).
  *   d: float32 or bfloat16 (M, N).  options: NULL or options. */
 mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int64_t k, mxq_recipe b_recipe,

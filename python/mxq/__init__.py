@@ -365,8 +365,11 @@ def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False,
 
 def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, bias=None, out_dtype: str = "float32",
          backend: str = "auto", promote_k: int = 0, block_m: int = 0):
-    """Block-scaled FP8 GEMM: alpha * A . B^T (+ c) (+ bias), A (M, K) and B (N, K) both quantized
-    K-major: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D (both fp8_block_1x128).
+    """Block-scaled GEMM: alpha * A . B^T (+ c) (+ bias), A (M, K) and B (N, K) both quantized
+    rowwise (K-major) in one scale family: 1D2D (A fp8_block_1x128, B fp8_block_128x128) or 1D1D
+    (both fp8_block_1x128); MX (each of A and B mxfp8, mxfp8_e5m2 or mxfp4); NVFP4 (nvfp4 or
+    nvfp4_2d); or per-tensor FP8 (fp8_tensor). On CUDA, our tensor-core kernels take the fp8_block
+    families, cuBLASLt per-tensor FP8, and a generic kernel the rest (a fallback under "auto").
     Returns a new (M, N) array of ``out_dtype`` ("float32" or "bfloat16") in the operands'
     library (torch: the custom op ``torch.ops.mxq.gemm``). The CPU backend is the fp64
     reference. On CUDA, backend "auto" runs our TMA + wgmma kernel where it takes the call (M > 64),
@@ -387,9 +390,9 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     if fa is not fb:
         raise TypeError(f"gemm: a holds {fa.name} arrays and b {fb.name} arrays; expected one library")
     for name, q in (("a", a), ("b", b)):
-        if q.data is None or q.scales is None:
-            raise ValueError(f"gemm: {name}.recipe={q.recipe} has no rowwise data and scales; expected "
-                             "fp8_block_1x128 (or fp8_block_128x128 for b) quantized rowwise (K-major)")
+        if q.data is None:
+            raise ValueError(f"gemm: {name}.recipe={q.recipe} has no rowwise data; expected an operand quantized "
+                             "rowwise (K-major)")
     if fa.name == "torch":
         return _load_torch().gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m)
     if fa.name == "numpy":
@@ -398,7 +401,8 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
         c = None if c is None else np.ascontiguousarray(c) if isinstance(c, np.ndarray) else c
         bias = None if bias is None else np.ascontiguousarray(bias) if isinstance(bias, np.ndarray) else bias
     return _ops.gemm_into(fa, a.recipe, a.rows, a.cols, a.data, a.scales, b.recipe, b.rows, b.cols, b.data,
-                          b.scales, alpha, c, bias, out_dtype, backend, promote_k, block_m=block_m)
+                          b.scales, alpha, c, bias, out_dtype, backend, promote_k, block_m=block_m,
+                          a_global=a.global_scale, b_global=b.global_scale)
 
 
 def gemm_plan(m: int, n: int, k: int, *, kind: str = "1d2d", out_dtype: str = "bfloat16", sms: int = 132,

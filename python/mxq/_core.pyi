@@ -35,7 +35,8 @@ def quantize(x: int, x_dtype: str, shape: List[int], strides: List[int], recipe:
              noop: int = 0, device: _Device = (0, 0), stream: int = 0) -> None: ...
 def gemm(a_recipe: str, m: int, k: int, a_data: _Buffer, a_scales: _Buffer, b_recipe: str, n: int, kb: int, b_data: _Buffer,
          b_scales: _Buffer, d: int, d_dtype: str, alpha: float, c: int, bias: int, backend: str,
-         promote_k: int = 0, device: _Device = (0, 0), stream: int = 0, block_m: int = 0) -> None: ...
+         promote_k: int = 0, device: _Device = (0, 0), stream: int = 0, block_m: int = 0,
+         a_global: _Buffer = (0, 0), b_global: _Buffer = (0, 0)) -> None: ...
 def dequantize(recipe: str, rows: int, cols: int, data: _Buffer, scales: _Buffer, col_data: _Buffer,
                col_scales: _Buffer, global_scale: _Buffer, amax: _Buffer, y: int, y_dtype: str, shape: List[int],
                strides: List[int], columnwise: bool, backend: str, device: _Device = (0, 0),

@@ -230,7 +230,7 @@ def dequantize_into(fw, recipe: str, rows: int, cols: int, bufs, dtype: str, col
 
 def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str, n: int, kb: int, b_data, b_scales,
               alpha: float, c, bias, out_dtype: str, backend: str, promote_k: int = 0, run: bool = True,
-              block_m: int = 0):
+              block_m: int = 0, a_global=None, b_global=None):
     if out_dtype not in ("float32", "bfloat16"):
         raise TypeError(f"gemm: out_dtype={out_dtype!r}; expected 'float32' or 'bfloat16'")
     device = fw.device(a_data, "gemm", "a.data")
@@ -257,5 +257,7 @@ def gemm_into(fw, a_recipe: str, m: int, k: int, a_data, a_scales, b_recipe: str
                b_recipe, n, kb, buffer_arg(fw, b_data, lb, "data", "gemm", device, "b."),
                buffer_arg(fw, b_scales, lb, "scales", "gemm", device, "b."),
                fw.address(d), out_dtype, float(alpha), 0 if c is None else fw.address(c),
-               0 if bias is None else fw.address(bias), backend, int(promote_k), device, fw.stream(device), int(block_m))
+               0 if bias is None else fw.address(bias), backend, int(promote_k), device, fw.stream(device), int(block_m),
+               buffer_arg(fw, a_global, la, "global_scale", "gemm", device, "a."),
+               buffer_arg(fw, b_global, lb, "global_scale", "gemm", device, "b."))
     return d

@@ -169,17 +169,18 @@ def _dequantize_fake(recipe, rows, cols, data, scales, col_data, col_scales, glo
 
 
 @torch.library.custom_op("mxq::gemm", mutates_args=())
-def gemm_op(a_recipe: str, m: int, k: int, a_data: torch.Tensor, a_scales: torch.Tensor, b_recipe: str, n: int,
-            kb: int, b_data: torch.Tensor, b_scales: torch.Tensor, alpha: float, c: Optional[torch.Tensor],
-            bias: Optional[torch.Tensor], out_dtype: str, backend: str, promote_k: int,
-            block_m: int = 0) -> torch.Tensor:
+def gemm_op(a_recipe: str, m: int, k: int, a_data: torch.Tensor, a_scales: Optional[torch.Tensor],
+            b_recipe: str, n: int, kb: int, b_data: torch.Tensor, b_scales: Optional[torch.Tensor], alpha: float,
+            c: Optional[torch.Tensor], bias: Optional[torch.Tensor], out_dtype: str, backend: str, promote_k: int,
+            block_m: int = 0, a_global: Optional[torch.Tensor] = None,
+            b_global: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,
-                          bias, out_dtype, backend, promote_k, block_m=block_m)
+                          bias, out_dtype, backend, promote_k, block_m=block_m, a_global=a_global, b_global=b_global)
 
 
 @gemm_op.register_fake
 def _gemm_fake(a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c, bias, out_dtype,
-               backend, promote_k, block_m=0):
+               backend, promote_k, block_m=0, a_global=None, b_global=None):
     return _ops.gemm_into(FRAMEWORK, a_recipe, m, k, a_data, a_scales, b_recipe, n, kb, b_data, b_scales, alpha, c,
                           bias, out_dtype, backend, promote_k, run=False, block_m=block_m)
 
@@ -241,5 +242,6 @@ def gemm(a, b, alpha, c, bias, out_dtype, backend, promote_k, block_m=0):
     c = _same_device(c, dev, "gemm", "c", "a")
     bias = _same_device(bias, dev, "gemm", "bias", "a")
     return torch.ops.mxq.gemm(a.recipe, a.rows, a.cols, abufs[0], abufs[1], b.recipe, b.rows, b.cols, bbufs[0],
-                              bbufs[1], float(alpha), c, bias, out_dtype, backend, int(promote_k), int(block_m))
+                              bbufs[1], float(alpha), c, bias, out_dtype, backend, int(promote_k), int(block_m),
+                              abufs[4], bbufs[4])
 

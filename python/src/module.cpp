@@ -234,12 +234,12 @@ NB_MODULE(_core, m) {
       [](const std::string& a_recipe, int64_t m_, int64_t k, BufferArg a_data, BufferArg a_scales,
          const std::string& b_recipe, int64_t n, int64_t kb, BufferArg b_data, BufferArg b_scales, uintptr_t d,
          const std::string& d_dtype, float alpha, uintptr_t c, uintptr_t bias, const std::string& backend,
-         int promote_k, DeviceArg device, uintptr_t stream, int block_m) {
+         int promote_k, DeviceArg device, uintptr_t stream, int block_m, BufferArg a_global, BufferArg b_global) {
         const BufferArg none{0, 0};
         const mxq::QuantizedTensor qa =
-            quantized_of(mxq::Recipe::parse(a_recipe), m_, k, a_data, a_scales, none, none, none, none, device);
+            quantized_of(mxq::Recipe::parse(a_recipe), m_, k, a_data, a_scales, none, none, a_global, none, device);
         const mxq::QuantizedTensor qb =
-            quantized_of(mxq::Recipe::parse(b_recipe), n, kb, b_data, b_scales, none, none, none, none, device);
+            quantized_of(mxq::Recipe::parse(b_recipe), n, kb, b_data, b_scales, none, none, b_global, none, device);
         const mxq::TensorView dv = view_of(d, d_dtype, {m_, n}, {n, 1}, "d", device);
         mxq::TensorView cv;
         mxq::GemmOptions o;
@@ -258,7 +258,7 @@ NB_MODULE(_core, m) {
       },
       "a_recipe"_a, "m"_a, "k"_a, "a_data"_a, "a_scales"_a, "b_recipe"_a, "n"_a, "kb"_a, "b_data"_a, "b_scales"_a, "d"_a,
       "d_dtype"_a, "alpha"_a, "c"_a, "bias"_a, "backend"_a, "promote_k"_a = 0, "device"_a = DeviceArg{0, 0},
-      "stream"_a = 0, "block_m"_a = 0);
+      "stream"_a = 0, "block_m"_a = 0, "a_global"_a = BufferArg{0, 0}, "b_global"_a = BufferArg{0, 0});
 
   m.def(
       "dequantize",

@@ -11,38 +11,40 @@ namespace {
 bool is_float_io(DType t) { return t == DType::float32 || t == DType::float16 || t == DType::bfloat16; }
 
 // `recipe` names the recipe in messages; it is called on failure only (this runs on every call).
+// `arg` names the tensor in messages: "quantized." for quantize's outputs and dequantize's input,
+// "a." and "b." for the GEMM's operands.
 template <class Name>
-void check_buffer(const char* what, const Buffer& b, const BufferSpec& spec, const Name& recipe) {
+void check_buffer(const std::string& arg, const char* what, const Buffer& b, const BufferSpec& spec, const Name& recipe) {
   if (!spec.present()) return;
   if (!b.data)
-    fail_arg(std::string("quantized.") + what + ".data is null; recipe " + recipe() + " needs " +
-             std::to_string(spec.bytes) + " bytes there");
+    fail_arg(arg + what + ".data is null; recipe " + recipe() + " needs " + std::to_string(spec.bytes) + " bytes there");
   if (b.bytes < spec.bytes)
-    fail_arg(std::string("quantized.") + what + ".bytes=" + std::to_string(b.bytes) + " is too small; recipe " +
-             recipe() + " needs " + std::to_string(spec.bytes) + " bytes (" + dtype_name(spec.dtype) + " [" +
-             std::to_string(spec.rows) + ", " + std::to_string(spec.cols) + "])");
+    fail_arg(arg + what + ".bytes=" + std::to_string(b.bytes) + " is too small; recipe " + recipe() + " needs " +
+             std::to_string(spec.bytes) + " bytes (" + dtype_name(spec.dtype) + " [" + std::to_string(spec.rows) +
+             ", " + std::to_string(spec.cols) + "])");
   const int64_t align = spec.dtype == DType::float32 || spec.dtype == DType::int32 ? 4 : 1;
   if (reinterpret_cast<uintptr_t>(b.data) % align != 0)
-    fail_arg(std::string("quantized.") + what + ".data=" + ptr_str(b.data) + " must be " + std::to_string(align) +
-             "-byte aligned for " + dtype_name(spec.dtype));
+    fail_arg(arg + what + ".data=" + ptr_str(b.data) + " must be " + std::to_string(align) + "-byte aligned for " +
+             dtype_name(spec.dtype));
 }
 
-void check_optional_scalar(const char* what, const Buffer& b) {
+void check_optional_scalar(const std::string& arg, const char* what, const Buffer& b) {
   if (!b.data) return;
-  if (b.bytes < 4) fail_arg(std::string("quantized.") + what + ".bytes=" + std::to_string(b.bytes) + " must be >= 4");
+  if (b.bytes < 4) fail_arg(arg + what + ".bytes=" + std::to_string(b.bytes) + " must be >= 4");
   if (reinterpret_cast<uintptr_t>(b.data) % 4 != 0)
-    fail_arg(std::string("quantized.") + what + ".data=" + ptr_str(b.data) + " must be 4-byte aligned");
+    fail_arg(arg + what + ".data=" + ptr_str(b.data) + " must be 4-byte aligned");
 }
 
 template <class Name>
-void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Name& name) {
-  check_buffer("data", q.data, L.data, name);
-  check_buffer("scales", q.scales, L.scales, name);
-  check_buffer("col_data", q.col_data, L.col_data, name);
-  check_buffer("col_scales", q.col_scales, L.col_scales, name);
-  check_buffer("global_scale", q.global_scale, L.global_scale, name);
-  if (L.amax.present()) check_buffer("amax", q.amax, L.amax, name);
-  else check_optional_scalar("amax", q.amax);
+void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Name& name,
+                   const std::string& arg = "quantized.") {
+  check_buffer(arg, "data", q.data, L.data, name);
+  check_buffer(arg, "scales", q.scales, L.scales, name);
+  check_buffer(arg, "col_data", q.col_data, L.col_data, name);
+  check_buffer(arg, "col_scales", q.col_scales, L.col_scales, name);
+  check_buffer(arg, "global_scale", q.global_scale, L.global_scale, name);
+  if (L.amax.present()) check_buffer(arg, "amax", q.amax, L.amax, name);
+  else check_optional_scalar(arg, "amax", q.amax);
 }
 
 // The bytes a call reads or writes of one buffer, for the overlap check: [lo, hi).
@@ -157,23 +159,51 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
 }
 
 namespace {
-// A GEMM operand: block-scaled E4M3, rowwise (K-major), 1 x 128 or (B only) 128 x 128 blocks.
-// Returns its scale geometry.
+// A GEMM operand, rowwise (K-major), of one of the scale families (mxq/api.hpp, gemm):
+// fp8_block (E4M3; 1 x 128, or for B 128 x 128), MX (mxfp8, mxfp8_e5m2, mxfp4: 1 x 32 UE8M0),
+// NVFP4 (nvfp4, nvfp4_2d) or per-tensor FP8. Returns its layout (rowwise buffers and the global
+// scale).
 QuantizedLayout check_gemm_operand(const QuantizedTensor& q, const char* name, bool allow_2d) {
   const Recipe& r = q.recipe;
-  const bool blocks_ok = r.block_cols == 128 && (r.block_rows == 1 || (allow_2d && r.block_rows == 128));
-  if (r.scheme != Scheme::fp8_block || r.elem != ElemFormat::e4m3fn || !blocks_ok || !r.has_rowwise())
-    fail_arg(std::string("gemm: ") + name + ".recipe=" + r.name() + " is not supported; expected fp8_block_1x128" +
-             (allow_2d ? " or fp8_block_128x128" : "") + " (float8_e4m3fn, rowwise; fp32 or pow2/UE8M0 scales)");
+  bool ok = r.has_rowwise();
+  std::string expected;
+  switch (r.scheme) {
+    case Scheme::fp8_block:
+      ok = ok && r.elem == ElemFormat::e4m3fn && r.block_cols == 128 && (r.block_rows == 1 || (allow_2d && r.block_rows == 128));
+      expected = std::string("fp8_block_1x128") + (allow_2d ? " or fp8_block_128x128" : "") +
+                 " (float8_e4m3fn, rowwise; fp32 or pow2/UE8M0 scales)";
+      break;
+    case Scheme::fp8_tensor: expected = "fp8_tensor quantized rowwise"; break;
+    case Scheme::mx: expected = "an MX recipe (mxfp8, mxfp8_e5m2, mxfp4) quantized rowwise"; break;
+    case Scheme::nvfp4: expected = "nvfp4 or nvfp4_2d quantized rowwise"; break;
+  }
+  if (!ok) fail_arg(std::string("gemm: ") + name + ".recipe=" + r.name() + " is not supported; expected " + expected);
+  if (r.elem == ElemFormat::e2m1 && q.cols % 2 != 0)
+    fail_arg(std::string("gemm: ") + name + ".cols=" + std::to_string(q.cols) + " (K) must be even for " + r.name() +
+             " (float4_e2m1fn, two codes per byte)");
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
-  need.col_data = need.col_scales = need.global_scale = need.amax = {};
-  check_buffers(q, need, [&] { return std::string(name) + " (" + r.name() + ")"; });
+  need.col_data = need.col_scales = need.amax = {};
+  check_buffers(q, need, [&] { return r.name(); }, std::string(name) + ".");
   return need;
+}
+
+const char* gemm_family(Scheme s) {
+  switch (s) {
+    case Scheme::fp8_block: return "fp8_block (1D2D or 1D1D)";
+    case Scheme::fp8_tensor: return "per-tensor FP8";
+    case Scheme::mx: return "MX";
+    default: return "NVFP4";
+  }
 }
 }  // namespace
 
 GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const TensorView& dv, const GemmOptions& opt) {
   const QuantizedLayout la = check_gemm_operand(a, "a", false), lb = check_gemm_operand(b, "b", true);
+  if (a.recipe.scheme != b.recipe.scheme)
+    fail_arg("gemm: a.recipe=" + a.recipe.name() + " (" + gemm_family(a.recipe.scheme) + ") and b.recipe=" +
+             b.recipe.name() + " (" + gemm_family(b.recipe.scheme) +
+             ") differ in scaling; both operands must be fp8_block, both MX (any of mxfp8, mxfp8_e5m2, mxfp4), "
+             "both NVFP4 (nvfp4, nvfp4_2d) or both fp8_tensor");
   const num::ScaleGeometry a_scales = la.scales.geometry, b_scales = lb.scales.geometry;
   if (a.cols != b.cols)
     fail_arg("gemm: a is (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and b is (" +
@@ -212,6 +242,8 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   ex.add("a.scales", a.scales, la.scales, false);
   ex.add("b.data", b.data, lb.data, false);
   ex.add("b.scales", b.scales, lb.scales, false);
+  ex.add("a.global_scale", a.global_scale, la.global_scale, false);
+  ex.add("b.global_scale", b.global_scale, lb.global_scale, false);
   check_float_pointer("gemm", "options.bias", opt.bias);
   ex.add("options.bias", opt.bias, opt.bias ? c.d.cols * 4 : 0, false);
   ex.check("gemm");

@@ -515,6 +515,53 @@ static void test_gemm_exact(void) {
   mxq_recipe_destroy(rb);
 }
 
+/* NVFP4 operands through the C ABI: their global scales (global_scale of mxq_quantized) enter
+ * the product. A scaled by 2^10 keeps its codes and block scales and changes its global scale,
+ * so D scales by exactly 2^10; an operand without its global scale is refused, named. */
+static void test_gemm_nvfp4(void) {
+  enum { M = 4, N = 6, K = 64 };
+  printf("gemm nvfp4 %dx%dx%d, global scales\n", M, N, K);
+  mxq_recipe r = parse("nvfp4");
+  mxq_layout la, lb;
+  CHECK_OK(mxq_plan(r, M, K, &la));
+  CHECK_OK(mxq_plan(r, N, K, &lb));
+  static float a[M * K], a2[M * K], b[N * K], d[M * N], d2[M * N];
+  uint32_t seed = 13;
+  for (int i = 0; i < M * K; ++i) {
+    a[i] = next_value(&seed);
+    a2[i] = a[i] * 1024.0f;
+  }
+  for (int i = 0; i < N * K; ++i) b[i] = next_value(&seed);
+  Tensor ta, ta2, tb, td, td2;
+  tensor_init(&ta, a, kDLFloat, 32, M, K);
+  tensor_init(&ta2, a2, kDLFloat, 32, M, K);
+  tensor_init(&tb, b, kDLFloat, 32, N, K);
+  tensor_init(&td, d, kDLFloat, 32, M, N);
+  tensor_init(&td2, d2, kDLFloat, 32, M, N);
+  Quantized qa, qa2, qb;
+  quantized_alloc(&qa, &la);
+  quantized_alloc(&qa2, &la);
+  quantized_alloc(&qb, &lb);
+  CHECK_OK(mxq_quantize(r, &ta.t, &qa.q, NULL));
+  CHECK_OK(mxq_quantize(r, &ta2.t, &qa2.q, NULL));
+  CHECK_OK(mxq_quantize(r, &tb.t, &qb.q, NULL));
+  CHECK_OK(mxq_gemm(r, &qa.q, M, K, r, &qb.q, N, &td.t, NULL));
+  CHECK_OK(mxq_gemm(r, &qa2.q, M, K, r, &qb.q, N, &td2.t, NULL));
+  int nonzero = 0;
+  for (int i = 0; i < M * N; ++i) {
+    CHECK(d2[i] == d[i] * 1024.0f, "d[%d]: %g with A x 2^10, %g without", i, d2[i], d[i]);
+    nonzero += d[i] != 0.0f;
+  }
+  CHECK(nonzero > 0, "nvfp4 gemm gave all zeros");
+  qa.q.global_scale = NULL;
+  check_error(mxq_gemm(r, &qa.q, M, K, r, &qb.q, N, &td.t, NULL), MXQ_ERROR_INVALID_ARGUMENT,
+              "a.global_scale", "an nvfp4 operand without its global scale");
+  quantized_free(&qa);
+  quantized_free(&qa2);
+  quantized_free(&qb);
+  mxq_recipe_destroy(r);
+}
+
 /* Buffers typed with DLPack 1.1's FP8 / FP4 codes, given by number (this test compiles against
  * whatever dlpack.h the machine has): the same bytes as uint8 storage. mxfp4 data is float4_e2m1fn
  * (code 17, 4 bits) of shape (R, C) elements, C / 2 bytes a row; its scales float8_e8m0fnu (14). */
@@ -556,6 +603,7 @@ int main(void) {
   test_nvfp4_bf16();
   test_fused_reglu();
   test_gemm_exact();
+  test_gemm_nvfp4();
   test_errors();
   test_info();
   if (failures)

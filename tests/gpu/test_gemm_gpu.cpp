@@ -600,6 +600,153 @@ TEST(GpuGemm, DefaultPromoteKFollowsTheOutputDType) {
   }
 }
 
+// A GPU-quantized operand's bytes on the host (data, scales, global scale), for the CPU reference.
+struct HostOperand {
+  std::vector<uint8_t> data, scales, global;
+  QuantizedTensor q;
+  explicit HostOperand(QuantizedBuffers& g) : q(g.view()) {
+    auto copy = [](DeviceBuffer& from, std::vector<uint8_t>& to) {
+      to.resize(size_t(from.bytes()));
+      if (!to.empty()) from.download(to.data());
+      return Buffer{to.empty() ? nullptr : to.data(), int64_t(to.size())};
+    };
+    q.device = kCpu;
+    q.data = copy(g.data(), data);
+    q.scales = copy(g.scales(), scales);
+    q.global_scale = copy(g.global_scale(), global);
+    q.col_data = q.col_scales = q.amax = Buffer{};
+  }
+};
+
+// Both operands quantized on the GPU from one random bf16 input each (outliers included).
+struct FamilyCase {
+  QuantizedBuffers a, b;
+  FamilyCase(const char* ra, const char* rb, int64_t m, int64_t n, int64_t k, uint32_t seed)
+      : a(Recipe::parse(ra), m, k, kGpu), b(Recipe::parse(rb), n, k, kGpu) {
+    std::mt19937 rng(seed);
+    Input xa(m, k, outliers(rng, m * k)), xb(n, k, outliers(rng, n * k));
+    quantize(TensorView::matrix(xa.dev.data(), DType::bfloat16, m, k, -1, kGpu), a.view());
+    quantize(TensorView::matrix(xb.dev.data(), DType::bfloat16, n, k, -1, kGpu), b.view());
+    runtime::device_synchronize(kGpu);  // before the inputs are freed
+  }
+  // The CPU reference of the same bytes (fp32 D) with options `o` (backend set to cpu).
+  std::vector<float> reference(int64_t m, int64_t n, GemmOptions o = {}) {
+    HostOperand ha(a), hb(b);
+    std::vector<float> want(size_t(m * n));
+    o.backend = Backend::cpu;
+    gemm(ha.q, hb.q, TensorView::matrix(want.data(), DType::float32, m, n), o);
+    return want;
+  }
+};
+
+// Relative Frobenius error of got against want; no NaN in got, want not all zero.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_FALSE(std::isnan(got[i])) << what << " at " << i;
+    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    ref += double(want[i]) * want[i];
+  }
+  EXPECT_GT(ref, 0.0) << what;
+  return std::sqrt(err / ref);
+}
+
+// MX, NVFP4 and per-tensor FP8 operands run on the generic kernel: quantized on the GPU, their
+// product against the CPU reference on the same bytes (the kernel sums each block in fp32, the
+// reference in fp64: a relative error of a few fp32 ulps), at K = 330 (a partial last block of
+// each family) and 7 x 33 outputs (partial tiles); one case with alpha, C, bias and a bf16 D.
+// Asked for by auto, it is a fallback with the reason, which strict mode refuses; cuda-aot runs
+// it outright.
+TEST(GpuGemm, OtherFamiliesRunTheGenericKernel) {
+  REQUIRE_GPU();
+  const int64_t m = 7, n = 33, k = 330;
+  const std::pair<const char*, const char*> pairs[] = {
+      {"mxfp8", "mxfp8"},          {"mxfp8_e5m2", "mxfp4"},  {"mxfp4", "mxfp8"},
+      {"mxfp4", "mxfp4:layout=swizzled_128x4"},              {"nvfp4", "nvfp4_2d"},
+      {"nvfp4_2d", "nvfp4:layout=swizzled_128x4"},           {"fp8_tensor", "fp8_tensor"},
+      {"fp8_tensor:elem=float8_e5m2", "fp8_tensor"}};
+  uint32_t seed = 41;
+  for (const auto& [ra, rb] : pairs) {
+    const std::string what = std::string(ra) + " x " + rb;
+    FamilyCase c(ra, rb, m, n, k, seed++);
+    std::string ran;
+    const std::vector<float> d = run_gemm(c.a, c.b, m, n, DType::float32, Backend::cuda_aot, &ran);
+    EXPECT_EQ(ran, "cuda-aot generic") << what;
+    EXPECT_EQ(last_dispatch().fallback, "");
+    EXPECT_LE(relative_error(d, c.reference(m, n), what), 1e-6) << what;
+    // auto: the same kernel, as a fallback with its reason (per-tensor FP8: cuBLASLt's, K % 16
+    // here); strict mode refuses it
+    run_gemm(c.a, c.b, m, n, DType::float32, Backend::automatic, &ran);
+    EXPECT_EQ(ran, "cuda-aot generic") << what;
+    const bool tensor = std::string(ra).rfind("fp8_tensor", 0) == 0;
+    EXPECT_NE(last_dispatch().fallback.find(tensor ? "K % 16 == 0 (K=330)" : "no tensor-core GEMM takes "),
+              std::string::npos)
+        << last_dispatch().fallback;
+    set_strict(true);
+    EXPECT_THROW(run_gemm(c.a, c.b, m, n, DType::float32, Backend::automatic), Error) << what;
+    EXPECT_NO_THROW(run_gemm(c.a, c.b, m, n, DType::float32, Backend::cuda_aot)) << what;
+    set_strict(false);
+  }
+  // the epilogue after the global scales: alpha, C, bias, bf16 D (NVFP4)
+  FamilyCase c("nvfp4", "nvfp4", m, n, k, 99);
+  std::vector<float> cv(static_cast<size_t>(m * n)), bias(static_cast<size_t>(n));
+  for (size_t i = 0; i < cv.size(); ++i) cv[i] = float(int(i % 11) - 5);
+  for (size_t j = 0; j < bias.size(); ++j) bias[j] = 0.5f * float(j);
+  DeviceBuffer dc(kGpu, m * n * 4), dbias(kGpu, n * 4), dd(kGpu, m * n * 2);
+  dc.upload(cv.data());
+  dbias.upload(bias.data());
+  dd.fill(0xcd);
+  const TensorView cview = TensorView::matrix(dc.data(), DType::float32, m, n, -1, kGpu);
+  GemmOptions o;
+  o.backend = Backend::cuda_aot;
+  o.alpha = 0.5f;
+  o.c = &cview;
+  o.bias = static_cast<const float*>(dbias.data());
+  gemm(c.a.view(), c.b.view(), TensorView::matrix(dd.data(), DType::bfloat16, m, n, -1, kGpu), o);
+  runtime::device_synchronize(kGpu);
+  std::vector<uint16_t> got16(size_t(m * n));
+  dd.download(got16.data());
+  std::vector<float> got(got16.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = num::bf16_to_float(got16[i]);
+  const TensorView host_c = TensorView::matrix(cv.data(), DType::float32, m, n);
+  GemmOptions ho;
+  ho.alpha = 0.5f;
+  ho.c = &host_c;
+  ho.bias = bias.data();
+  EXPECT_LE(relative_error(got, c.reference(m, n, ho), "nvfp4 epilogue, bf16 D"), 4e-3);
+}
+
+// Per-tensor FP8 operands on cuBLASLt (auto and cublaslt): the scalar scale mode with each
+// operand's global scale, E4M3 x E4M3 and E4M3 x E5M2 (both orders), against the CPU reference
+// (fp32 D: the 2e-4 bar of the block-scaled kernels); E5M2 x E5M2, which cuBLASLt lacks, falls
+// back to the generic kernel naming why.
+TEST(GpuGemm, PerTensorFp8RunsOnCublasLt) {
+  REQUIRE_GPU();
+  const int64_t m = 8, n = 40, k = 320;
+  const char* e5 = "fp8_tensor:elem=float8_e5m2";
+  const std::pair<const char*, const char*> pairs[] = {
+      {"fp8_tensor", "fp8_tensor"}, {"fp8_tensor", e5}, {e5, "fp8_tensor"}, {e5, e5}};
+  uint32_t seed = 43;
+  for (const auto& [ra, rb] : pairs) {
+    const std::string what = std::string(ra) + " x " + rb;
+    FamilyCase c(ra, rb, m, n, k, seed++);
+    const std::vector<float> want = c.reference(m, n);
+    const bool both_e5m2 = ra == e5 && rb == e5;
+    for (Backend be : {Backend::automatic, Backend::cublaslt}) {
+      std::string ran;
+      const std::vector<float> d = run_gemm(c.a, c.b, m, n, DType::float32, be, &ran);
+      EXPECT_LE(relative_error(d, want, what), 2e-4) << what;
+      if (both_e5m2) {
+        EXPECT_EQ(ran, "cuda-aot generic") << what;
+        EXPECT_NE(last_dispatch().fallback.find("E5M2 x E5M2"), std::string::npos) << last_dispatch().fallback;
+        continue;
+      }
+      EXPECT_EQ(ran, "cublaslt cublasLt per-tensor FP8") << what;
+      EXPECT_EQ(last_dispatch().fallback, "");
+    }
+  }
+}
+
 // auto runs the wgmma kernel where it takes the call and M > 64, else cuBLASLt where it takes
 // it, else ours (wgmma from M = 33, the decode kernel below or outside the wgmma kernel's
 // kinds), and says why not (a fallback, which strict mode refuses) where none does; cublaslt

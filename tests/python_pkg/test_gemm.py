@@ -22,6 +22,38 @@ def test_exact_integer_gemm(b_recipe):
     assert mxq.last_dispatch()["op"] == "gemm"
 
 
+FP4_INTS = np.array([0, 1, -1, 2, -2, 3, -3, 4, -4, 6, -6], np.float32)  # exact in E2M1 under any MX block scale
+
+
+@pytest.mark.parametrize("a_recipe,b_recipe", [("mxfp8", "mxfp4"), ("mxfp4", "mxfp4:layout=swizzled_128x4"),
+                                               ("mxfp8_e5m2", "mxfp8")])
+def test_exact_mx_gemm(a_recipe, b_recipe):
+    def operand(recipe, rows):
+        if recipe.startswith("mxfp4"):  # rows of |x| <= 1, <= 3 and <= 6: block scales 1/4, 1/2 and 1
+            x = np.stack([RNG.choice(FP4_INTS[:(3, 7, 11)[r % 3]], size=320) for r in range(rows)])
+        else:
+            x = ints((rows, 320))
+        return x, mxq.quantize(x, recipe)
+    a, qa = operand(a_recipe, 17)
+    b, qb = operand(b_recipe, 40)
+    d = mxq.gemm(qa, qb)
+    np.testing.assert_array_equal(d, (a.astype(np.int64) @ b.astype(np.int64).T).astype(np.float32))
+    assert mxq.last_dispatch()["backend"] == "cpu"
+
+
+@pytest.mark.parametrize("recipe", ["nvfp4", "fp8_tensor"])
+def test_global_scale_gemm(recipe):
+    """NVFP4 and per-tensor FP8 operands carry a global scale; the product is that of the
+    dequantized operands (dequantize rounds code * scale * global to float32 once)."""
+    a, b = RNG.standard_normal((9, 96)).astype(np.float32), RNG.standard_normal((12, 96)).astype(np.float32) * 300
+    qa, qb = mxq.quantize(a, recipe), mxq.quantize(b, recipe)
+    ref = mxq.dequantize(qa).astype(np.float64) @ mxq.dequantize(qb).astype(np.float64).T
+    d = mxq.gemm(qa, qb)
+    assert np.linalg.norm(d - ref) / np.linalg.norm(ref) < 2e-7
+    with pytest.raises(ValueError, match="b.global_scale"):
+        mxq.gemm(qa, dataclasses.replace(qb, global_scale=None))
+
+
 def test_alpha_c_bias_and_bf16():
     a, b = ints((8, 128)), ints((16, 128))
     qa, qb = mxq.quantize(a, "fp8_block_1x128:pow2=1"), mxq.quantize(b, "fp8_block_128x128:pow2=1")
@@ -60,7 +92,7 @@ def test_gemm_errors():
         mxq.gemm(qa, qb, bias=[0.0] * 8)
     strided_c = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)[:, ::2]  # read only: copied
     np.testing.assert_array_equal(mxq.gemm(qa, qb, c=strided_c), mxq.gemm(qa, qb, c=strided_c.copy()))
-    with pytest.raises(ValueError, match="a.recipe=mxfp8"):
+    with pytest.raises(ValueError, match=r"a.recipe=mxfp8 \(MX\) and b.recipe=fp8_block_1x128 .* differ in scaling"):
         mxq.gemm(mxq.quantize(ints((8, 128)), "mxfp8"), qa)
     with pytest.raises(ValueError, match="same K"):
         mxq.gemm(qa, mxq.quantize(ints((8, 256)), "fp8_block_128x128"))

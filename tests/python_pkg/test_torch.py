@@ -221,6 +221,19 @@ def test_gemm_on_cpu_tensors():
     assert d.dtype == torch.float32 and torch.equal(d, a @ b.T)
 
 
+@pytest.mark.parametrize("a_recipe,b_recipe", [("nvfp4", "nvfp4_2d"), ("mxfp8", "mxfp4"), ("fp8_tensor", "fp8_tensor")])
+def test_gemm_families_on_cpu_tensors(a_recipe, b_recipe):
+    """Every GEMM family through the torch op, eager and under torch.compile, equal to NumPy's
+    call on the same values: the global scales (NVFP4, per-tensor FP8) reach the op too."""
+    a, b = sample((8, 256), seed=1), sample((24, 256), seed=2)
+    qa, qb = mxq.quantize(a, a_recipe), mxq.quantize(b, b_recipe)
+    d = mxq.gemm(qa, qb)
+    want = mxq.gemm(mxq.quantize(a.numpy(), a_recipe), mxq.quantize(b.numpy(), b_recipe))
+    assert d.dtype == torch.float32 and raw(d) == want.tobytes()
+    compiled = torch.compile(lambda x, y: mxq.gemm(x, y), fullgraph=True, backend="aot_eager")(qa, qb)
+    assert raw(compiled) == want.tobytes()
+
+
 def test_dlpack_import_describes_the_tensor():
     x = sample((6, 64), torch.bfloat16)[:, :32]
     address, name, shape, strides, device, _keep = _core.dlpack_describe(x)

@@ -1,7 +1,10 @@
-// The generic CUDA GEMM: correct for every shape, layout and alignment the API accepts, not
-// fast (one output per thread). It takes the calls the fast paths cannot, so that a valid shape
-// never gets an error. Each 128-wide K block is summed in fp32 from the exact code products,
-// then promoted into the fp32 accumulator with both block scales, as the tensor-core kernels do.
+// The generic CUDA GEMM: correct for every shape, layout, alignment and operand family the API
+// accepts, not fast (one output per thread). It takes the calls the fast paths cannot, so that a
+// valid shape never gets an error, and it is the only CUDA kernel for the MX, NVFP4 and
+// per-tensor FP8 families. Each K block (128 for fp8_block, 32 for MX, 16 for NVFP4, 128 for
+// per-tensor FP8) is summed in fp32 from the exact code products, then promoted into the fp32
+// accumulator with both block scales, as the tensor-core kernels do; the global scales multiply
+// the sum at the end.
 #include <cuda_runtime.h>
 
 #include "cuda/gemm/params.h"
@@ -14,23 +17,34 @@ namespace {
 
 constexpr int kTile = 16;
 
+// Code t of a row: a byte, or an E2M1 nibble (element 2i in the low one).
+__device__ uint32_t code_at(const uint8_t* row, int64_t t, bool fp4) {
+  return fp4 ? (row[t >> 1] >> ((t & 1) * 4)) & 0xfu : row[t];
+}
+
 __global__ void gemm_generic_kernel(const GemmParams p) {
-  __shared__ float lut[256];  // e4m3fn code -> value
-  for (int i = threadIdx.y * kTile + threadIdx.x; i < 256; i += kTile * kTile)
-    lut[i] = num::decode(uint8_t(i), num::ElemFormat::e4m3fn);
+  __shared__ float lut[2][256];  // code -> value, of A's element format and of B's
+  for (int i = threadIdx.y * kTile + threadIdx.x; i < 256; i += kTile * kTile) {
+    lut[0][i] = num::decode(uint8_t(i), p.family.a_elem);
+    lut[1][i] = num::decode(uint8_t(i), p.family.b_elem);
+  }
   __syncthreads();
   pdl_wait();  // the kernel before (pdl.cuh) has completed; the next is scheduled as this one exits
   const int64_t i = int64_t(blockIdx.y) * kTile + threadIdx.y, j = int64_t(blockIdx.x) * kTile + threadIdx.x;
   if (i >= p.m || j >= p.n) return;
-  const uint8_t* x = p.a.codes + i * p.k;
-  const uint8_t* y = p.b.codes + j * p.k;
+  const bool fa = p.family.a_elem == num::ElemFormat::e2m1, fb = p.family.b_elem == num::ElemFormat::e2m1;
+  const uint8_t* x = p.a.codes + i * (fa ? p.k / 2 : p.k);
+  const uint8_t* y = p.b.codes + j * (fb ? p.k / 2 : p.k);
+  const int64_t bk = p.family.block_k;
   float acc = 0.0f;
-  for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += 128, ++kb) {
+  for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += bk, ++kb) {
     float part = 0.0f;
-    const int64_t k1 = k0 + 128 < p.k ? k0 + 128 : p.k;
-    for (int64_t t = k0; t < k1; ++t) part = __fmaf_rn(lut[x[t]], lut[y[t]], part);
-    acc = __fmaf_rn(part, gemm_operand_scale(p.a, i, kb) * gemm_operand_scale(p.b, j, kb), acc);
+    const int64_t k1 = k0 + bk < p.k ? k0 + bk : p.k;
+    for (int64_t t = k0; t < k1; ++t) part = __fmaf_rn(lut[0][code_at(x, t, fa)], lut[1][code_at(y, t, fb)], part);
+    acc = __fmaf_rn(part, gemm_family_scale(p.a, p.family.scheme, i, kb) * gemm_family_scale(p.b, p.family.scheme, j, kb), acc);
   }
+  // one global scale at a time: their product alone may overflow or underflow where D does not
+  if (p.family.a_global) acc = (acc * *p.family.a_global) * *p.family.b_global;
   gemm_store(p, i, j, gemm_output(p, acc, i, j));
 }
 

@@ -30,8 +30,24 @@ namespace {
 using cuda::aligned16;
 
 cuda::GemmOperand operand(const QuantizedTensor& q, const num::ScaleGeometry& g) {
-  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, g, q.recipe.block_rows,
+  // NVFP4 keeps a scale row per data row (nvfp4_2d's 16 x 16 blocks too); per-tensor FP8 has none
+  const int block_rows = q.recipe.scale_per_row() || q.recipe.is_tensor_scaled() ? 1 : q.recipe.block_rows;
+  return {static_cast<const uint8_t*>(q.data.data), q.scales.data, g, block_rows,
           q.recipe.scale_type == ScaleType::float32 && q.recipe.layout != ScaleLayout::packed_ue8m0};
+}
+
+// The family fields of the generic kernel's parameters (cuda::GemmFamily).
+cuda::GemmFamily family(const QuantizedTensor& a, const QuantizedTensor& b) {
+  cuda::GemmFamily f;
+  f.scheme = a.recipe.scheme;  // check_gemm: b's is the same
+  f.a_elem = a.recipe.elem;
+  f.b_elem = b.recipe.elem;
+  f.block_k = a.recipe.is_tensor_scaled() ? 128 : a.recipe.block_cols;  // MX 32, NVFP4 16, fp8_block 128
+  if (a.recipe.has_global_scale()) {
+    f.a_global = static_cast<const float*>(a.global_scale.data);
+    f.b_global = static_cast<const float*>(b.global_scale.data);
+  }
+  return f;
 }
 
 // Why cuBLASLt cannot take this call ("" when it can). Its block-scaled FP8 GEMM needs fp32
@@ -45,14 +61,19 @@ std::string cublaslt_why_not(const GemmCall& call, const QuantizedTensor& a, con
   return "this build has no cuBLASLt (configured without CUDA::cublasLt)";
 #else
   const int64_t m = a.rows, n = b.rows, k = a.cols;
-  if (a.recipe.scale_type != ScaleType::float32 || b.recipe.scale_type != ScaleType::float32)
+  if (a.recipe.is_tensor_scaled()) {  // per-tensor FP8: scalar scales, E4M3 / E5M2 but not both E5M2
+    if (a.recipe.elem == ElemFormat::e5m2 && b.recipe.elem == ElemFormat::e5m2)
+      return "cuBLASLt has no E5M2 x E5M2 FP8 GEMM";
+  } else if (a.recipe.scale_type != ScaleType::float32 || b.recipe.scale_type != ScaleType::float32) {
     return "cuBLASLt takes fp32 block scales, not UE8M0 bytes";
-  if (a.recipe.layout != ScaleLayout::mn_major_tma || m % 4 != 0)
-    return "cuBLASLt takes A's 1x128 scales in layout mn_major_tma with M % 4 == 0 (M=" + std::to_string(m) + ")";
-  if (b.recipe.block_rows == 128 && (b.recipe.layout != ScaleLayout::row_major || k % 512 != 0))
-    return "cuBLASLt takes B's 128x128 scales row_major with K % 512 == 0 (K=" + std::to_string(k) + ")";
-  if (b.recipe.block_rows == 1 && (b.recipe.layout != ScaleLayout::mn_major_tma || n % 4 != 0))
-    return "cuBLASLt takes B's 1x128 scales in layout mn_major_tma with N % 4 == 0 (N=" + std::to_string(n) + ")";
+  } else {
+    if (a.recipe.layout != ScaleLayout::mn_major_tma || m % 4 != 0)
+      return "cuBLASLt takes A's 1x128 scales in layout mn_major_tma with M % 4 == 0 (M=" + std::to_string(m) + ")";
+    if (b.recipe.block_rows == 128 && (b.recipe.layout != ScaleLayout::row_major || k % 512 != 0))
+      return "cuBLASLt takes B's 128x128 scales row_major with K % 512 == 0 (K=" + std::to_string(k) + ")";
+    if (b.recipe.block_rows == 1 && (b.recipe.layout != ScaleLayout::mn_major_tma || n % 4 != 0))
+      return "cuBLASLt takes B's 1x128 scales in layout mn_major_tma with N % 4 == 0 (N=" + std::to_string(n) + ")";
+  }
   if (k == 0 || k % 16 != 0) return "cuBLASLt needs K > 0 and K % 16 == 0 (K=" + std::to_string(k) + ")";
   if (opt.bias) return "cuBLASLt's block-scaled GEMM is called without a bias epilogue here";
   if (call.c.data && call.d.dtype != DType::float32) return "cuBLASLt adds C only to an fp32 D";
@@ -83,15 +104,20 @@ struct Plan {
 struct DeviceLt {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int>, Plan> plans;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int>, Plan> plans;
 };
 std::mutex g_lt_mu;
 std::map<int, DeviceLt> g_lt;
 
-void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
-                  cudaStream_t stream) {
+// Runs the call on cuBLASLt; "" once enqueued, else why not (its heuristic found no algorithm).
+std::string run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
+                         const GemmOptions& opt, cudaStream_t stream) {
   const int64_t m = a.rows, n = b.rows, k = a.cols;
-  const bool has_c = call.c.data != nullptr, fp32_d = call.d.dtype == DType::float32, blk = b.recipe.block_rows == 128;
+  const bool has_c = call.c.data != nullptr, fp32_d = call.d.dtype == DType::float32;
+  // scales: 0 VEC128 x VEC128 (1D1D), 1 VEC128 x BLK128x128 (1D2D), 2 scalars (per-tensor FP8),
+  // whose element types may differ: E4M3 or E5M2 each
+  const int mode = a.recipe.is_tensor_scaled() ? 2 : b.recipe.block_rows == 128 ? 1 : 0;
+  const bool e5_a = a.recipe.elem == ElemFormat::e5m2, e5_b = b.recipe.elem == ElemFormat::e5m2;
   std::lock_guard<std::mutex> lock(g_lt_mu);
   DeviceLt& dev = g_lt[call.d.device.index];
   if (!dev.handle) {
@@ -99,7 +125,8 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     check_lt(cublasLtCreate(&dev.handle), "handle creation");
     cuda::check_cuda(cudaMalloc(&dev.workspace, kWorkspace), "gemm: cuBLASLt workspace");
   }
-  Plan& p = dev.plans[{m, n, k, call.d.row_stride, has_c ? call.c.row_stride : 0, fp32_d, has_c, blk}];
+  Plan& p = dev.plans[{m, n, k, call.d.row_stride, has_c ? call.c.row_stride : 0, fp32_d, has_c, mode,
+                       int(e5_a) * 2 + int(e5_b)}];
   if (!p.desc) {
     // Row-major D[M, N] = A . B^T is column-major D^T[N, M] = op(B') . A' with B' = our B
     // (K x N, column-major, transposed) and A' = our A (K x M): cuBLASLt's "A" is our B.
@@ -107,14 +134,18 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     const cublasOperation_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
-    const cublasLtMatmulMatrixScale_t sa = blk ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
-                                               : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    const cublasLtMatmulMatrixScale_t sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const cublasLtMatmulMatrixScale_t sa = mode == 2   ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+                                           : mode == 1 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                                       : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const cublasLtMatmulMatrixScale_t sb =
+        mode == 2 ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &sa, sizeof sa), "A scale mode");
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sb, sizeof sb), "B scale mode");
     const cudaDataType_t dt = fp32_d ? CUDA_R_32F : CUDA_R_16BF;
-    check_lt(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k), "A layout");
-    check_lt(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), k), "B layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.la, e5_b ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k),
+             "A layout");
+    check_lt(cublasLtMatrixLayoutCreate(&p.lb, e5_a ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), k),
+             "B layout");
     check_lt(cublasLtMatrixLayoutCreate(&p.ld, dt, uint64_t(n), uint64_t(m), call.d.row_stride), "D layout");
     check_lt(cublasLtMatrixLayoutCreate(&p.lc, dt, uint64_t(n), uint64_t(m), has_c ? call.c.row_stride : call.d.row_stride),
              "C layout");
@@ -124,7 +155,7 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
                                                   sizeof kWorkspace),
              "workspace preference");
     // The heuristic needs the scale pointers' modes only; any non-null pointer will do here.
-    const void* any = a.scales.data;
+    const void* any = mode == 2 ? a.global_scale.data : a.scales.data;
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &any, sizeof any), "A scale");
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &any, sizeof any), "B scale");
     cublasLtMatmulHeuristicResult_t r{};
@@ -136,10 +167,11 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
     if (p.ok) p.algo = r.algo;
   }
   if (!p.ok)
-    fail(ErrorCode::unsupported, "gemm: cuBLASLt has no block-scaled algorithm for M=" + std::to_string(m) +
-                                     " N=" + std::to_string(n) + " K=" + std::to_string(k));
-  const void* scale_b = b.scales.data;  // cuBLASLt's A
-  const void* scale_a = a.scales.data;  // cuBLASLt's B
+    return std::string("cuBLASLt's heuristic has no ") + (mode == 2 ? "per-tensor FP8" : "block-scaled") +
+           " algorithm for M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k);
+  // cuBLASLt's A is our B; per-tensor FP8's scalars are the global scales (decode multipliers)
+  const void* scale_b = mode == 2 ? b.global_scale.data : b.scales.data;
+  const void* scale_a = mode == 2 ? a.global_scale.data : a.scales.data;
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_b, sizeof scale_b),
            "A scale");
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_a, sizeof scale_a),
@@ -149,6 +181,7 @@ void run_cublaslt(const GemmCall& call, const QuantizedTensor& a, const Quantize
   check_lt(cublasLtMatmul(dev.handle, p.desc, &alpha, b.data.data, p.la, a.data.data, p.lb, &beta, c, p.lc,
                           call.d.data, p.ld, &p.algo, dev.workspace, kWorkspace, stream),
            "matmul");
+  return "";
 }
 #endif
 
@@ -176,8 +209,11 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   cuda::require_supported_device(call.d.device, "gemm");
   cuda::check_device_pointer(a.data.data, call.d.device, "a.data.data");
   cuda::check_device_pointer(a.scales.data, call.d.device, "a.scales.data");
+  if (a.recipe.has_global_scale())  // check_gemm and the kernels ignore it otherwise
+    cuda::check_device_pointer(a.global_scale.data, call.d.device, "a.global_scale.data");
   cuda::check_device_pointer(b.data.data, call.d.device, "b.data.data");
   cuda::check_device_pointer(b.scales.data, call.d.device, "b.scales.data");
+  if (b.recipe.has_global_scale()) cuda::check_device_pointer(b.global_scale.data, call.d.device, "b.global_scale.data");
   cuda::check_device_pointer(call.d.data, call.d.device, "d.data");
   cuda::check_device_pointer(call.c.data, call.d.device, "options.c.data");
   cuda::check_device_pointer(opt.bias, call.d.device, "options.bias");
@@ -200,6 +236,32 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   p.d = call.d.data;
   p.d_stride = call.d.row_stride;
   p.d_bf16 = call.d.dtype == DType::bfloat16;
+  p.family = family(a, b);
+  if (a.recipe.scheme != Scheme::fp8_block) {
+    // MX, NVFP4 and per-tensor FP8 operands (check_gemm: both of one family). Per-tensor FP8 runs
+    // on cuBLASLt (auto, cublaslt) where it takes the call; no tensor-core GEMM takes the others
+    // on Hopper, and the generic kernel decodes them all. Asked for by auto, cublaslt or cuda-jit,
+    // the generic kernel is a fallback (strict mode refuses it).
+    const bool tensor = a.recipe.is_tensor_scaled();
+    std::string why = tensor ? "the JIT specialises the fp8_block TMA + wgmma kernel only"
+                             : "no tensor-core GEMM takes " + a.recipe.name() + " x " + b.recipe.name() +
+                                   " operands on this GPU (neither ours nor cuBLASLt's on Hopper)";
+    if (tensor && (be == Backend::automatic || be == Backend::cublaslt)) {
+      why = cublaslt_unavailable_reason();
+      if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
+#if MXQ_HAVE_CUBLASLT
+      if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
+      if (why.empty()) {
+        record_dispatch("gemm", Backend::cublaslt, "cublasLt per-tensor FP8");
+        return;
+      }
+#endif
+    }
+    if (be != Backend::cuda_aot) fallback("gemm", backend_name(be), "cuda-aot generic kernel", why);
+    cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");
+    record_dispatch("gemm", Backend::cuda_aot, "generic");
+    return;
+  }
   // Our kernels, by gemm_path's shape rule (mxq/gemm_plan.hpp): the swap-AB decode kernel for
   // M <= 32 with K % 128 == 0 (M <= 64 where the wgmma kernel cannot run), the TMA + wgmma kernel
   // for the other 1D2D shapes with K % 16 == 0, the generic kernel for the rest; each also needs
@@ -236,8 +298,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
     why = cublaslt_unavailable_reason();
     if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
 #if MXQ_HAVE_CUBLASLT
+    if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
     if (why.empty()) {
-      run_cublaslt(call, a, b, opt, stream);
       record_dispatch("gemm", Backend::cublaslt, b.recipe.block_rows == 128 ? "cublasLt VEC128 x BLK128x128"
                                                                             : "cublasLt VEC128 x VEC128");
       return;
