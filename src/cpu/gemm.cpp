@@ -34,8 +34,7 @@ std::vector<double> decode_operand(const QuantizedTensor& q, const num::ScaleGeo
       if (!rc.is_tensor_scaled())
         s = double(num::block_decode_scale(rc.scheme, ue8m0,
                                             num::stored_scale_at(q.scales.data, g, fp32, block_row, k / rc.block_cols)));
-      const uint8_t byte = fp4 ? codes[(r * q.cols + k) / 2] : codes[r * q.cols + k];
-      const uint8_t code = fp4 ? uint8_t(k % 2 ? byte >> 4 : byte & 0xf) : byte;
+      const uint8_t code = fp4 ? num::unpack_fp4(codes[(r * q.cols + k) / 2], int(k % 2)) : codes[r * q.cols + k];
       v[size_t(r * q.cols + k)] = double(num::decode(code, rc.elem)) * s;
     }
   }

@@ -17,9 +17,9 @@ namespace {
 
 constexpr int kTile = 16;
 
-// Code t of a row: a byte, or an E2M1 nibble (element 2i in the low one).
+// Code t of a row: a byte, or an E2M1 nibble (num::unpack_fp4).
 __device__ uint32_t code_at(const uint8_t* row, int64_t t, bool fp4) {
-  return fp4 ? (row[t >> 1] >> ((t & 1) * 4)) & 0xfu : row[t];
+  return fp4 ? num::unpack_fp4(row[t >> 1], int(t & 1)) : row[t];
 }
 
 __global__ void gemm_generic_kernel(const GemmParams p) {

@@ -36,10 +36,9 @@ MXQ_HD float gemm_family_scale(const GemmOperand& o, num::Scheme scheme, int64_t
                                  num::stored_scale_at(o.scales, o.geom, o.fp32_scales, row / o.block_rows, kb));
 }
 
-// The decode multiplier of the block holding (row, K block kb) of an operand.
+// The decode multiplier of the block holding (row, K block kb) of an fp8_block operand.
 MXQ_HD float gemm_operand_scale(const GemmOperand& o, int64_t row, int64_t kb) {
-  return num::block_decode_scale(num::Scheme::fp8_block, !o.fp32_scales,
-                                 num::stored_scale_at(o.scales, o.geom, o.fp32_scales, row / o.block_rows, kb));
+  return gemm_family_scale(o, num::Scheme::fp8_block, row, kb);
 }
 
 // The decode multiplier stored at `off` in o's scales. fp8_block layouts are separable
