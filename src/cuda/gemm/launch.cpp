@@ -204,6 +204,25 @@ std::string cublaslt_unavailable_reason() {
 #endif
 }
 
+// cuBLASLt for this call (block-scaled or per-tensor FP8): "" once it is enqueued and the dispatch
+// recorded, else why cuBLASLt did not take it.
+static std::string try_cublaslt(const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
+                                const GemmOptions& opt, cudaStream_t stream) {
+  std::string why = cublaslt_unavailable_reason();
+  if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
+#if MXQ_HAVE_CUBLASLT
+  if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
+  if (why.empty())
+    record_dispatch("gemm", Backend::cublaslt,
+                    a.recipe.is_tensor_scaled()      ? "cublasLt per-tensor FP8"
+                    : b.recipe.block_rows == 128 ? "cublasLt VEC128 x BLK128x128"
+                                                 : "cublasLt VEC128 x VEC128");
+#else
+  (void)stream;
+#endif
+  return why;
+}
+
 void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const QuantizedTensor& b,
                const GemmOptions& opt) {
   cuda::require_supported_device(call.d.device, "gemm");
@@ -247,15 +266,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
                              : "no tensor-core GEMM takes " + a.recipe.name() + " x " + b.recipe.name() +
                                    " operands on this GPU (neither ours nor cuBLASLt's on Hopper)";
     if (tensor && (be == Backend::automatic || be == Backend::cublaslt)) {
-      why = cublaslt_unavailable_reason();
-      if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
-#if MXQ_HAVE_CUBLASLT
-      if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
-      if (why.empty()) {
-        record_dispatch("gemm", Backend::cublaslt, "cublasLt per-tensor FP8");
-        return;
-      }
-#endif
+      why = try_cublaslt(call, a, b, opt, stream);
+      if (why.empty()) return;
     }
     if (be != Backend::cuda_aot) fallback("gemm", backend_name(be), "cuda-aot generic kernel", why);
     cuda::check_cuda(cuda::launch_gemm_generic(p, stream), "gemm kernel launch");
@@ -273,7 +285,8 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   ad.sms = cuda::sm_count(dev);
   // the wgmma kernel's operand checks feed the rule: M = 33..64 calls it refuses (A's scales not
   // fp32 mn_major_tma, unaligned scales) stay on the decode kernel
-  const GemmPath path = gemm_path(a.rows, b.rows, a.cols, b.recipe.block_rows == 128 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
+  const bool d1d2 = b.recipe.block_rows == 128;  // else 1D1D (check_gemm: B 1 x 128)
+  const GemmPath path = gemm_path(a.rows, b.rows, a.cols, d1d2 ? GemmKind::d1d2 : GemmKind::d1d1, ad,
                                   cuda::gemm_wgmma_takes(p), call.promote_k);
   const bool wgmma = path == GemmPath::tma_wgmma;
   // the wgmma kernel's tile rows: the option, else the plan's rule (gemm_config::wgmma_block_m)
@@ -291,26 +304,17 @@ void cuda_gemm(Backend be, const GemmCall& call, const QuantizedTensor& a, const
   // cuBLASLt first in between (faster there; ours are more accurate), ours where it cannot run.
   // 1D1D keeps cuBLASLt first above kDecodeMaxM too: the wgmma kernel's 1D1D instance (a scale per
   // tile column, 64 more multiplies per promotion) has not been timed against it yet.
-  const bool d1d2 = b.recipe.block_rows == 128;
   const bool auto_ours =
       (wgmma && d1d2 && a.rows > gemm_config::kDecodeMaxM) || (decode && a.rows <= gemm_config::kDecodeAutoMaxM);
   if (be == Backend::cublaslt || (be == Backend::automatic && !auto_ours)) {
-    why = cublaslt_unavailable_reason();
-    if (why.empty()) why = cublaslt_why_not(call, a, b, opt);
-#if MXQ_HAVE_CUBLASLT
-    if (why.empty()) why = run_cublaslt(call, a, b, opt, stream);
-    if (why.empty()) {
-      record_dispatch("gemm", Backend::cublaslt, b.recipe.block_rows == 128 ? "cublasLt VEC128 x BLK128x128"
-                                                                            : "cublasLt VEC128 x VEC128");
-      return;
-    }
-#endif
+    why = try_cublaslt(call, a, b, opt, stream);
+    if (why.empty()) return;
     if (be == Backend::cublaslt || (!decode && !wgmma)) fallback("gemm", "cublaslt", own, why);
   } else if (be == Backend::cuda_jit) {
     // The JIT specialises the TMA + wgmma kernel on N and K (M stays a run-time value): compiled
     // on the calling thread at the first call of each (tile rows, promote-k, N, K), then from the memory and
     // disk caches; `mxq cache warmup gemm:N=..,K=..` compiles ahead of time.
-    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split, p.b.block_rows == 1);
+    const jit::GemmKey key = jit::gemm_key_for(call.promote_k, block_m, p.n, p.k, split, !d1d2);
     if (!wgmma)
       why = std::string("the JIT specialises the TMA + wgmma kernel only, and ") +
             (cuda::gemm_wgmma_takes(p) ? "the shape rule (gemm_path) gives this call to another kernel"
