@@ -255,29 +255,36 @@ int main(int argc, char** argv) {
     std::vector<uint16_t> xb(size_t(m * k));
     const std::vector<float> xf = cli::make_activation(m, k, 7);
     for (size_t i = 0; i < xb.size(); ++i) xb[i] = num::float_to_bf16(xf[i]);
-    cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2));
+    cli::DeviceBuffer x(gpu, int64_t(xb.size() * 2)), amax_given(gpu, 4);
     x.upload(xb.data());
+    const float given = 100.0f;
+    amax_given.upload(&given);
     const TensorView xv = TensorView::matrix(x.data(), DType::bfloat16, m, k, -1, gpu);
     for (const std::string& rt : small_recipes) {
       const Recipe r = Recipe::parse(rt);
       if (r.has_columnwise() && m == 1) continue;
       cli::QuantizedBuffers q(r, m, k, gpu);
       QuantizedTensor qv = q.view();
-      if (r.scheme != Scheme::fp8_tensor && r.scheme != Scheme::nvfp4) qv.amax = Buffer{};
-      constexpr int kCalls = 100;
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "capture");
-      QuantizeOptions o;
-      o.stream = s;
-      for (int i = 0; i < kCalls; ++i) quantize(xv, qv, o);
-      ck(cudaStreamEndCapture(s, &g), "end capture");
-      ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
-      const double ms = median_ms([&] { cudaGraphLaunch(ge, s); }, 20, s);
-      small.push_back(
-          {r.name(), std::to_string(m) + "x" + std::to_string(k), ms * 1e3 / kCalls, last_dispatch().kernel});
-      cudaGraphExecDestroy(ge);
-      cudaGraphDestroy(g);
+      const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+      if (!global) qv.amax = Buffer{};
+      // the per-tensor recipes twice: the amax taken on the device, then given (static scales)
+      for (int given_amax = 0; given_amax < (global ? 2 : 1); ++given_amax) {
+        constexpr int kCalls = 100;
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "capture");
+        QuantizeOptions o;
+        o.stream = s;
+        if (given_amax) o.amax_in = static_cast<const float*>(amax_given.data());
+        for (int i = 0; i < kCalls; ++i) quantize(xv, qv, o);
+        ck(cudaStreamEndCapture(s, &g), "end capture");
+        ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+        const double ms = median_ms([&] { cudaGraphLaunch(ge, s); }, 20, s);
+        small.push_back({r.name() + (given_amax ? " (given amax)" : ""), std::to_string(m) + "x" + std::to_string(k),
+                         ms * 1e3 / kCalls, last_dispatch().kernel});
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+      }
     }
   }
   // Host cost of one quantize call with warm caches: 400 calls enqueued back to back on the

@@ -329,29 +329,56 @@ TEST(GpuQuantize, RandomShapes) {
   }
 }
 
-// Per-tensor FP8 and NVFP4 with a caller-given amax / scale (static checkpoint scales).
+// Per-tensor FP8 and NVFP4 with a caller-given amax (static checkpoint scales), and FP8 with a
+// caller-given scale (its amax still taken on the device). The given amax reaches the output's
+// amax through the quantize kernel's block (0, 0) (TileParams::amax_copy), so every output is
+// poisoned first: a launch that skipped the copy, an empty tensor's included, leaves 0xcd there.
+// Widths 512 (the specialised kernels, AOT and JIT) and 510 (the generic tile kernel), an empty
+// tensor, and amax 0 (a zero scale's edge) as well as 123.5; bf16 input.
 TEST(GpuQuantize, CallerGivenAmaxAndScale) {
   REQUIRE_GPU();
-  const Shape s{64, 512};
-  for (const char* rt : {"nvfp4", "fp8_tensor"}) {
-    const Recipe r = Recipe::parse(rt);
-    const std::vector<float> vals = make_values(s.rows, s.cols, Values::normal_outliers, 5);
-    DeviceBuffer xg(kGpu, int64_t(vals.size() * 4)), amax_g(kGpu, 4);
-    xg.upload(vals.data());
-    const float given = 123.5f;
-    amax_g.upload(&given);
-    QuantizedBuffers qg(r, s.rows, s.cols, kGpu), qc(r, s.rows, s.cols, kCpu);
-    QuantizeOptions og, oc;
-    og.amax_in = static_cast<const float*>(amax_g.data());
-    oc.amax_in = &given;
-    quantize(TensorView::matrix(xg.data(), DType::float32, s.rows, s.cols, -1, kGpu), qg.view(), og);
-    quantize(TensorView::matrix(const_cast<float*>(vals.data()), DType::float32, s.rows, s.cols), qc.view(), oc);
-    EXPECT_EQ(first_mismatch(fetch(qg.data()), fetch(qc.data())), "") << rt;
-    EXPECT_EQ(first_mismatch(fetch(qg.global_scale()), fetch(qc.global_scale())), "") << rt;
-    float a = 0;
-    qg.amax().download(&a);
-    EXPECT_EQ(a, given) << rt;
-  }
+  uint64_t seed = 5;
+  for (const char* rt : {"nvfp4", "fp8_tensor", "fp8_tensor:pow2=1", "nvfp4:layout=swizzled_128x4"})
+    for (Shape s : {Shape{64, 512}, Shape{64, 510}, Shape{0, 512}})
+      for (Backend b : {Backend::automatic, Backend::cuda_jit})
+        for (int mode = 0; mode < 3; ++mode) {  // amax 123.5, amax 0, scale_in (fp8_tensor only)
+          const Recipe r = Recipe::parse(rt);
+          if (mode == 2 && r.scheme != Scheme::fp8_tensor) continue;
+          const std::vector<uint8_t> bytes = to_dtype(make_values(s.rows, s.cols, Values::normal_outliers, seed++),
+                                                      DType::bfloat16);
+          DeviceBuffer xg(kGpu, int64_t(bytes.size())), given_g(kGpu, 4);
+          if (!bytes.empty()) xg.upload(bytes.data());
+          const float given = mode == 0 ? 123.5f : mode == 1 ? 0.0f : 0.03125f;
+          given_g.upload(&given);
+          QuantizedBuffers qg(r, s.rows, s.cols, kGpu), qc(r, s.rows, s.cols, kCpu);
+          for (auto* q : {&qg, &qc})
+            for (DeviceBuffer* buf : {&q->data(), &q->scales(), &q->global_scale(), &q->amax()}) buf->fill(0xcd);
+          QuantizeOptions og, oc;
+          og.backend = b;
+          oc.backend = Backend::cpu;
+          if (mode == 2) {
+            og.scale_in = static_cast<const float*>(given_g.data());
+            oc.scale_in = &given;
+          } else {
+            og.amax_in = static_cast<const float*>(given_g.data());
+            oc.amax_in = &given;
+          }
+          quantize(TensorView::matrix(xg.data(), DType::bfloat16, s.rows, s.cols, -1, kGpu), qg.view(), og);
+          const std::string ran = last_dispatch().kernel;
+          quantize(TensorView::matrix(const_cast<uint8_t*>(bytes.data()), DType::bfloat16, s.rows, s.cols), qc.view(),
+                   oc);
+          runtime::device_synchronize(kGpu);
+          const std::string where = std::string(rt) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                    " " + backend_name(b) + (mode == 2 ? " scale_in " : " amax_in ") +
+                                    std::to_string(given) + " (ran " + ran + ")";
+          expect_same_outputs(qg, qc, where);
+          if (HasFatalFailure()) return;
+          if (mode != 2) {
+            float a = -1.0f;
+            qg.amax().download(&a);
+            EXPECT_EQ(std::memcmp(&a, &given, 4), 0) << where << ": the output amax is not the given one";
+          }
+        }
 }
 
 // Quantize inside a captured CUDA graph: no host synchronisation, no allocation, same bytes.

@@ -33,12 +33,27 @@ void launch_dequantize(num::ElemFormat elem, dim3 grid, cudaStream_t stream, con
   }
 }
 
-// Zeroes `bytes` bytes unless the device flag *noop is non-zero: the memsets of a fused call
-// (dbias, scale padding) that must leave everything untouched under noop.
-__global__ void zero_unless_noop_kernel(uint8_t* p, int64_t bytes, const float* noop) {
-  if (*noop != 0.0f) return;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = 0;
+// Zeroes `bytes` bytes at p unless the device flag *noop (where given) is non-zero: every reset
+// before a quantize kernel (the per-tensor amax of the two-kernel path, dbias, scale padding).
+// A memset node's edge to the next kernel is a full completion; this kernel is launched with PDL
+// and lets the next one be scheduled at once (its griddepcontrol.wait still sees these zeros,
+// since it waits for this grid to complete). A thread stores a 16-byte aligned chunk, byte by
+// byte where the chunk straddles either end.
+__global__ void zero_kernel(uint8_t* p, int64_t bytes, const float* noop) {
+  pdl_trigger();
+  pdl_wait();  // the kernel before may still read or write these bytes (or the flag)
+  if (noop && *noop != 0.0f) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + uintptr_t(bytes);
+  const uintptr_t first = begin & ~uintptr_t(15);
+  const int64_t chunks = int64_t((end - first + 15) / 16);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += int64_t(gridDim.x) * blockDim.x) {
+    const uintptr_t c = first + uintptr_t(i) * 16;
+    if (c >= begin && c + 16 <= end) {
+      *reinterpret_cast<uint4*>(c) = make_uint4(0, 0, 0, 0);
+    } else {
+      for (uintptr_t b = c < begin ? begin : c; b < c + 16 && b < end; ++b) *reinterpret_cast<uint8_t*>(b) = 0;
+    }
+  }
 }
 
 // Launched never: cluster_fits asks the occupancy calculator about clusters of it, with more
@@ -81,11 +96,11 @@ bool cluster_fits(int device, int ctas) {
   return v == 1;
 }
 
-cudaError_t launch_zero_unless_noop(void* p, int64_t bytes, const float* noop, cudaStream_t stream) {
+cudaError_t launch_zero(void* p, int64_t bytes, const float* noop, cudaStream_t stream) {
   if (bytes <= 0) return cudaSuccess;
-  const unsigned blocks = unsigned(std::min<int64_t>((bytes + 255) / 256, 1024));
-  zero_unless_noop_kernel<<<blocks, 256, 0, stream>>>(static_cast<uint8_t*>(p), bytes, noop);
-  return cudaGetLastError();
+  const int64_t chunks = bytes / 16 + 2;  // at most: a partial chunk at either end
+  const unsigned blocks = unsigned(std::min<int64_t>((chunks + 255) / 256, 1024));
+  return pdl_launch(zero_kernel, dim3(blocks), dim3(256), stream, static_cast<uint8_t*>(p), bytes, noop);
 }
 
 #define MXQ_INSTANTIATE(D)                                                                              \

@@ -167,11 +167,11 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                       "cuda-aot generic tile kernel", why);
   if (path == Path::jit) jit::prepare(*key, x.device.index);
 
-  // Buffers zeroed before the kernel (dbias, scale padding): under a noop flag, by a kernel
-  // that reads the flag.
+  // Buffers zeroed before the kernel (dbias, amax, scale padding): by a kernel launched with PDL
+  // (cuda::launch_zero; a memset node would hold the next kernel until it completes) that
+  // leaves them untouched under a noop flag.
   auto zero = [&](void* ptr, int64_t bytes, const char* what) {
-    if (opt.noop) check_cuda(cuda::launch_zero_unless_noop(ptr, bytes, opt.noop, stream), what);
-    else check_cuda(cudaMemsetAsync(ptr, 0, size_t(bytes), stream), what);
+    check_cuda(cuda::launch_zero(ptr, bytes, opt.noop, stream), what);
   };
   if (opt.dbias) zero(opt.dbias, n * 4, "dbias reset");
 
@@ -186,29 +186,27 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                                            ? cuda::cluster_amax_grid(*key, x.rows, n)
                                            : std::nullopt;
   const bool one_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
-  if (need_amax && !one_launch) {
-    if (opt.amax_in) {
-      check_cuda(cudaMemcpyAsync(out.amax.data, opt.amax_in, 4, cudaMemcpyDeviceToDevice, stream), "amax copy");
-    } else {
-      // up to 4096 chunks of 8 (a 4 x 7168 activation): one CTA and no reset (measured: 16 x
-      // 7168 is already faster on many CTAs); beyond, a reset and CTAs of 128 threads x 8
-      // columns, rows split so that ~16 CTAs run per SM
-      const int64_t chunks = x.rows * ((x.cols + 7) / 8);
-      dim3 grid(0, 0);
-      if (x.empty() || chunks > 4096) {
-        check_cuda(cudaMemsetAsync(out.amax.data, 0, 4, stream), "amax reset");
-        const int64_t gx = (x.cols + 1023) / 1024;
-        const int64_t want = int64_t(cuda::sm_count(x.device.index)) * 16;
-        grid = dim3(unsigned(gx), unsigned(std::clamp<int64_t>(want / gx, 1, std::min<int64_t>(x.rows, 65535))));
-      }
-      if (!x.empty()) {
-        cudaError_t e = cudaSuccess;
-        with_dtype(x.dtype, [&](auto D) {
-          e = cuda::launch_amax<decltype(D)::value>(grid, stream, x.data, x.rows, x.cols, x.row_stride, vec_ok,
-                                                    static_cast<unsigned*>(out.amax.data));
-        });
-        check_cuda(e, "amax kernel launch");
-      }
+  // A caller-given amax is copied to the output's amax by the quantize kernel itself
+  // (TileParams::amax_copy), not by a copy node of its own.
+  if (need_amax && !one_launch && !opt.amax_in) {
+    // up to 4096 chunks of 8 (a 4 x 7168 activation): one CTA and no reset (measured: 16 x
+    // 7168 is already faster on many CTAs); beyond, a reset and CTAs of 128 threads x 8
+    // columns, rows split so that ~16 CTAs run per SM
+    const int64_t chunks = x.rows * ((x.cols + 7) / 8);
+    dim3 grid(0, 0);
+    if (x.empty() || chunks > 4096) {
+      zero(out.amax.data, 4, "amax reset");
+      const int64_t gx = (x.cols + 1023) / 1024;
+      const int64_t want = int64_t(cuda::sm_count(x.device.index)) * 16;
+      grid = dim3(unsigned(gx), unsigned(std::clamp<int64_t>(want / gx, 1, std::min<int64_t>(x.rows, 65535))));
+    }
+    if (!x.empty()) {
+      cudaError_t e = cudaSuccess;
+      with_dtype(x.dtype, [&](auto D) {
+        e = cuda::launch_amax<decltype(D)::value>(grid, stream, x.data, x.rows, x.cols, x.row_stride, vec_ok,
+                                                  static_cast<unsigned*>(out.amax.data));
+      });
+      check_cuda(e, "amax kernel launch");
     }
   }
 
@@ -225,8 +223,10 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.fp32_scales = rc.scale_type == ScaleType::float32;
   p.amax = opt.amax_in ? opt.amax_in : static_cast<const float*>(out.amax.data);
   p.scale_in = opt.scale_in;
-  p.global_scale_out = static_cast<float*>(out.global_scale.data);
+  // only a recipe with a global scale publishes one (a buffer given with another is ignored)
+  p.global_scale_out = L.global_scale.present() ? static_cast<float*>(out.global_scale.data) : nullptr;
   p.amax_canonical = (need_amax && !opt.amax_in) ? static_cast<float*>(out.amax.data) : nullptr;
+  p.amax_copy = (need_amax && opt.amax_in) ? static_cast<unsigned*>(out.amax.data) : nullptr;
   p.row = rc.has_rowwise();
   p.row_data = static_cast<uint8_t*>(out.data.data);
   p.row_scales = out.scales.data;
@@ -259,8 +259,8 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   zero_padding(out.col_scales, L.col_scales);
 
   if (x.empty()) {
-    // Still publish the global scale of an empty tensor (amax 0).
-    if (L.global_scale.present()) {
+    // Still publish the global scale of an empty tensor (amax 0), and a caller-given amax.
+    if (L.global_scale.present() || p.amax_copy) {
       p.row = p.col = false;
       p.rows = 0;
       with_dtype(x.dtype, [&](auto D) {

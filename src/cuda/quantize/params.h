@@ -19,6 +19,8 @@ struct TileParams {
   const float* scale_in;           // fp8_tensor: caller-given encode scale, or null
   float* global_scale_out;         // fp8_tensor: scale_inv; nvfp4: 1 / S_enc
   float* amax_canonical;           // when set, block (0, 0) rewrites a NaN amax as the canonical NaN
+  unsigned* amax_copy;             // when set, block (0, 0) copies the bits of *amax there (the
+                                   // output's amax, from a caller-given amax_in)
   bool row;
   uint8_t* row_data;
   void* row_scales;

@@ -1,6 +1,6 @@
 // Per-launch set-up shared by the quantize kernels: the tensor-level factor of fp8_tensor and
 // NVFP4 comes from the device amax (or a caller-given scale), and block (0, 0) publishes the
-// global decode scale and canonicalises a NaN amax.
+// global decode scale, canonicalises a NaN amax and copies a caller-given one to the output.
 #pragma once
 
 #include "cuda/common.cuh"
@@ -31,6 +31,7 @@ __device__ __forceinline__ num::ScaleRule prepare_rule_with(const TileParams& p,
       if (computed) *p.amax_canonical = num::is_nan(amax()) ? num::quiet_nan() : amax();
       else if (num::is_nan(*p.amax_canonical)) *p.amax_canonical = num::quiet_nan();
     }
+    if (p.amax_copy) *p.amax_copy = *reinterpret_cast<const unsigned*>(p.amax);
   }
   return rule;
 }

@@ -19,8 +19,9 @@ template <int kDType>
 cudaError_t launch_amax(dim3 grid, cudaStream_t stream, const void* x, int64_t rows, int64_t cols, int64_t row_stride,
                  bool vec_ok, unsigned* out);
 
-// Zeroes a buffer unless *noop (a device float) is non-zero.
-cudaError_t launch_zero_unless_noop(void* p, int64_t bytes, const float* noop, cudaStream_t stream);
+// Zeroes `bytes` bytes at p, unless noop is given and *noop (a device float) is non-zero: a
+// kernel launched with PDL (aux_kernels.cu zero_kernel), not a memset node.
+cudaError_t launch_zero(void* p, int64_t bytes, const float* noop, cudaStream_t stream);
 
 template <int kOutDType>
 void launch_dequantize(num::ElemFormat elem, dim3 grid, cudaStream_t stream, const DequantParams& p);
