@@ -26,6 +26,11 @@
 # scripts/gpu_deps.sh here and carry .deps (header-only dependencies).
 #   MXQ_PREBUILT=prebuilt.tar.xz ...              the programs scripts/gpu_pack.sh built elsewhere for
 #                                                 this tree (no build here; no Python package tests)
+#   MXQ_AB_BASE=ab/base.tar.xz MXQ_AB_ARGS='--small --only fp8_tensor --shape 128x7168' ...
+#                                                 a same-process A/B: the quantize benchmark of that
+#                                                 archive (scripts/ab_base.sh REF base) and this tree's
+#                                                 with these arguments, alternating, MXQ_AB_REPEAT
+#                                                 times (default 2); their rows go to $OUT/ab.txt
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The hash of everything the build reads (gpu_pack.sh stamps its archive with it): the same on
@@ -43,7 +48,7 @@ status="$OUT/status.txt"
 # The device tool returns at most 8 files: status.txt and summary.txt stay as they are and every
 # other log goes into logs.tar.gz when the script ends (a timeout's TERM included).
 pack_logs() {
-  (cd "$OUT" && ls | grep -v -E '^(status\.txt|summary\.txt|logs\.tar\.gz)$' | tar czf logs.tar.gz -T - --remove-files) 2>/dev/null
+  (cd "$OUT" && ls | grep -v -E '^(status\.txt|summary\.txt|ab\.txt|logs\.tar\.gz)$' | tar czf logs.tar.gz -T - --remove-files) 2>/dev/null
 }
 trap pack_logs EXIT
 trap 'exit 143' TERM INT
@@ -131,6 +136,25 @@ if [ -n "${MXQ_NCU:-}" ]; then  # MXQ_NCU="mxfp8 nvfp4 ...": one profiled tile-k
       ${MXQ_NCU_ARGS:-} "$BUILD/bench/gpu/bench_quantize_gpu" --only "$r" >"$OUT/ncu_${r//[^a-z0-9_]/_}.txt" 2>&1
     note "ncu $r: $(grep -E 'Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Instructions |Issue Slots Busy' "$OUT/ncu_${r//[^a-z0-9_]/_}.txt" | tr -s ' ' | tr '\n' ';')"
   done
+fi
+
+# MXQ_AB_BASE: the base's benchmark and this tree's, alternating, in one process each, on one GPU.
+if [ -n "${MXQ_AB_BASE:-}" ]; then
+  abdir=$(mktemp -d)
+  if tar -C "$abdir" -xJf "$MXQ_AB_BASE" && [ -x "$abdir/bench/gpu/bench_quantize_gpu" ]; then
+    for i in $(seq "${MXQ_AB_REPEAT:-2}"); do
+      for side in base tree; do
+        prog="$BUILD/bench/gpu/bench_quantize_gpu"
+        [ $side = base ] && prog="$abdir/bench/gpu/bench_quantize_gpu"
+        echo "=== $side, repetition $i"
+        "$prog" ${MXQ_AB_ARGS:-} 2>&1 | grep -E ' [0-9]+x[0-9]+ '
+      done
+    done >"$OUT/ab.txt"
+    note "a/b: base $(cat "$abdir/REV" 2>/dev/null || echo "of unknown revision") against this tree, $(grep -c '^===' "$OUT/ab.txt") runs of bench_quantize_gpu ${MXQ_AB_ARGS:-}: ab.txt"
+  else
+    note "a/b: $MXQ_AB_BASE does not unpack to bench/gpu/bench_quantize_gpu (make it with scripts/ab_base.sh)"
+  fi
+  rm -rf "$abdir"
 fi
 
 if [ -z "${MXQ_SKIP_BENCH:-}" ]; then

@@ -19,23 +19,34 @@ def source_stamp():
                           check=True).stdout.strip()
 
 
-def archive(path, stamp):
-    """An xz tar like gpu_pack.sh's: PREBUILT and a GPU test program that prints one gtest line."""
-    program = b"#!/bin/sh\necho '[  PASSED  ] 1 test from the prebuilt stand-in.'\n"
+def tar_xz(path, files):
+    """An xz tar of (name, bytes, mode) entries."""
     with tarfile.open(path, "w:xz") as tar:
-        for name, data, mode in (("PREBUILT", (stamp + "\n").encode(), 0o644),
-                                 ("tests/gpu/mxq_gpu_tests", program, 0o755)):
+        for name, data, mode in files:
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), mode
             tar.addfile(info, io.BytesIO(data))
 
 
-def check(tmp_path, stamp):
+def bench_standin(side):
+    """A benchmark program that prints one row naming its side and its arguments."""
+    return f"#!/bin/sh\necho 'fp8_tensor  128x7168  {side} ran with:' \"$@\"\n".encode()
+
+
+def archive(path, stamp):
+    """An xz tar like gpu_pack.sh's: PREBUILT, a GPU test program that prints one gtest line, and
+    a quantize benchmark stand-in."""
+    program = b"#!/bin/sh\necho '[  PASSED  ] 1 test from the prebuilt stand-in.'\n"
+    tar_xz(path, (("PREBUILT", (stamp + "\n").encode(), 0o644), ("tests/gpu/mxq_gpu_tests", program, 0o755),
+                  ("bench/gpu/bench_quantize_gpu", bench_standin("tree"), 0o755)))
+
+
+def check(tmp_path, stamp, **extra_env):
     tar = tmp_path / "prebuilt.tar.xz"
     archive(tar, stamp)
     build, out = tmp_path / "build-gpu", tmp_path / "out"
     env = dict(os.environ, MXQ_PREBUILT=str(tar), MXQ_GPU_BUILD=str(build), OUT=str(out), MXQ_SKIP_SANITIZER="1",
-               MXQ_SKIP_BENCH="1")
+               MXQ_SKIP_BENCH="1", **extra_env)
     r = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=300)
     return r, build, out
 
@@ -56,3 +67,26 @@ def test_prebuilt_archive_of_other_sources_is_refused_unpacked(tmp_path):
     status = (out / "status.txt").read_text()
     assert f"built from sources 0123456789abcdef, this tree is {source_stamp()}" in status, status
     assert not (build / "tests").exists()  # refused before unpacking
+
+
+@pytest.mark.skipif(subprocess.run(["bash", "-c", "command -v xz"], capture_output=True).returncode != 0,
+                    reason="needs xz")
+def test_ab_base_runs_both_benchmarks_alternating(tmp_path):
+    base = tmp_path / "base.tar.xz"
+    tar_xz(base, (("REV", b"0123abcd\n", 0o644), ("bench/gpu/bench_quantize_gpu", bench_standin("base"), 0o755)))
+    r, _, out = check(tmp_path, source_stamp(), MXQ_AB_BASE=str(base), MXQ_AB_REPEAT="2",
+                      MXQ_AB_ARGS="--small --shape 128x7168")
+    status = (out / "status.txt").read_text()
+    assert "a/b: base 0123abcd against this tree, 4 runs" in status, status + r.stderr
+    rows = [line for line in (out / "ab.txt").read_text().splitlines() if not line.startswith("===")]
+    assert [row.split()[2] for row in rows] == ["base", "tree", "base", "tree"], rows
+    assert all(row.endswith("ran with: --small --shape 128x7168") for row in rows), rows
+
+
+def test_ab_base_that_is_no_benchmark_archive_is_reported(tmp_path):
+    base = tmp_path / "base.tar.xz"
+    tar_xz(base, (("REV", b"0123abcd\n", 0o644),))
+    r, _, out = check(tmp_path, source_stamp(), MXQ_AB_BASE=str(base))
+    status = (out / "status.txt").read_text()
+    assert "does not unpack to bench/gpu/bench_quantize_gpu" in status, status + r.stderr
+    assert not (out / "ab.txt").exists()
