@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
         cli::QuantizedBuffers q(r, m, k, gpu);
         const double bytes = double(x.bytes()) + double(q.layout().total_bytes());
         for (int given_amax = 0; given_amax < 2; ++given_amax) {
-          const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+          const bool global = r.has_global_scale();
           if (given_amax && !global) continue;
           QuantizeOptions o;
           o.stream = s;
@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
       const int64_t n = gated ? k / 2 : k;
       cli::QuantizedBuffers q(r, m, n, gpu);
       QuantizedTensor qv = q.view();
-      const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+      const bool global = r.has_global_scale();
       if (!global) qv.amax = Buffer{};
       const TensorView av = TensorView::matrix(copy_dst.data(), DType::bfloat16, m, k, -1, gpu);
       QuantizeOptions o;
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
       if (r.has_columnwise() && m == 1) continue;
       cli::QuantizedBuffers q(r, m, k, gpu);
       QuantizedTensor qv = q.view();
-      const bool global = r.scheme == Scheme::fp8_tensor || r.scheme == Scheme::nvfp4;
+      const bool global = r.has_global_scale();
       if (!global) qv.amax = Buffer{};
       // the per-tensor recipes twice: the amax taken on the device, then given (static scales)
       for (int given_amax = 0; given_amax < (global ? 2 : 1); ++given_amax) {

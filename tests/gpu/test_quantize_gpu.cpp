@@ -382,6 +382,33 @@ TEST(GpuQuantize, CallerGivenAmaxAndScale) {
         }
 }
 
+// A global-scale buffer given with a recipe that has no global scale is ignored by both backends
+// (the CUDA kernels wrote the NVFP4 decode scale of a tensor factor of 0 there until session 32):
+// it keeps its poison, through the fast kernels (512 columns) and the generic one (510).
+TEST(GpuQuantize, GlobalScaleBufferOfABlockRecipeIsLeftAlone) {
+  REQUIRE_GPU();
+  for (const char* rt : {"mxfp8", "fp8_block_1x128", "mxfp4"})
+    for (Shape s : {Shape{64, 512}, Shape{64, 510}}) {
+      const Recipe r = Recipe::parse(rt);
+      const std::vector<uint8_t> bytes = to_dtype(make_values(s.rows, s.cols, Values::normal_outliers, 21), DType::bfloat16);
+      DeviceBuffer xg(kGpu, int64_t(bytes.size())), gs_g(kGpu, 4);
+      xg.upload(bytes.data());
+      gs_g.fill(0xcd);
+      uint32_t gs_c = 0xcdcdcdcdu;
+      QuantizedBuffers qg(r, s.rows, s.cols, kGpu), qc(r, s.rows, s.cols, kCpu);
+      QuantizedTensor vg = qg.view(), vc = qc.view();
+      vg.global_scale = gs_g.buffer();
+      vc.global_scale = Buffer{&gs_c, 4};
+      quantize(TensorView::matrix(xg.data(), DType::bfloat16, s.rows, s.cols, -1, kGpu), vg);
+      quantize(TensorView::matrix(const_cast<uint8_t*>(bytes.data()), DType::bfloat16, s.rows, s.cols), vc);
+      runtime::device_synchronize(kGpu);
+      const std::string where = std::string(rt) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+      EXPECT_EQ(fetch(gs_g), std::vector<uint8_t>(4, 0xcd)) << where << ": the CUDA backend wrote the global scale";
+      EXPECT_EQ(gs_c, 0xcdcdcdcdu) << where << ": the CPU backend wrote the global scale";
+      EXPECT_EQ(first_mismatch(fetch(qg.data()), fetch(qc.data())), "") << where;
+    }
+}
+
 // Quantize inside a captured CUDA graph: no host synchronisation, no allocation, same bytes.
 TEST(GpuQuantize, CapturableInCudaGraph) {
   REQUIRE_GPU();

@@ -83,6 +83,8 @@ def test_ab_base_runs_both_benchmarks_alternating(tmp_path):
     assert all(row.endswith("ran with: --small --shape 128x7168") for row in rows), rows
 
 
+@pytest.mark.skipif(subprocess.run(["bash", "-c", "command -v xz"], capture_output=True).returncode != 0,
+                    reason="needs xz")
 def test_ab_base_that_is_no_benchmark_archive_is_reported(tmp_path):
     base = tmp_path / "base.tar.xz"
     tar_xz(base, (("REV", b"0123abcd\n", 0o644),))
