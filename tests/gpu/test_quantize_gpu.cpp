@@ -331,7 +331,7 @@ TEST(GpuQuantize, RandomShapes) {
 
 // Per-tensor FP8 and NVFP4 with a caller-given amax (static checkpoint scales), and FP8 with a
 // caller-given scale (its amax still taken on the device). The given amax reaches the output's
-// amax through the quantize kernel's block (0, 0) (TileParams::amax_copy), so every output is
+// amax through the quantize kernel's block (0, 0) (TileParams::amax_canonical), so every output is
 // poisoned first: a launch that skipped the copy, an empty tensor's included, leaves 0xcd there.
 // Widths 512 (the specialised kernels, AOT and JIT) and 510 (the generic tile kernel), an empty
 // tensor, and amax 0 (a zero scale's edge) as well as 123.5; bf16 input.

@@ -1396,7 +1396,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     }
   };
   auto rule_for_launch = [&] {
-    return one_launch ? prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); }, true)
+    return one_launch ? prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); })
                       : prepare_rule(p, C::kElem);
   };
 

@@ -187,7 +187,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                                            : std::nullopt;
   const bool one_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
   // A caller-given amax is copied to the output's amax by the quantize kernel itself
-  // (TileParams::amax_copy), not by a copy node of its own.
+  // (TileParams::amax_canonical), not by a copy node of its own.
   if (need_amax && !one_launch && !opt.amax_in) {
     // up to 4096 chunks of 8 (a 4 x 7168 activation): one CTA and no reset (measured: 16 x
     // 7168 is already faster on many CTAs); beyond, a reset and CTAs of 128 threads x 8
@@ -225,8 +225,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.scale_in = opt.scale_in;
   // only a recipe with a global scale publishes one (a buffer given with another is ignored)
   p.global_scale_out = L.global_scale.present() ? static_cast<float*>(out.global_scale.data) : nullptr;
-  p.amax_canonical = (need_amax && !opt.amax_in) ? static_cast<float*>(out.amax.data) : nullptr;
-  p.amax_copy = (need_amax && opt.amax_in) ? static_cast<unsigned*>(out.amax.data) : nullptr;
+  p.amax_canonical = need_amax ? static_cast<float*>(out.amax.data) : nullptr;
   p.row = rc.has_rowwise();
   p.row_data = static_cast<uint8_t*>(out.data.data);
   p.row_scales = out.scales.data;
@@ -260,7 +259,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
 
   if (x.empty()) {
     // Still publish the global scale of an empty tensor (amax 0), and a caller-given amax.
-    if (L.global_scale.present() || p.amax_copy) {
+    if (L.global_scale.present() || (need_amax && opt.amax_in)) {
       p.row = p.col = false;
       p.rows = 0;
       with_dtype(x.dtype, [&](auto D) {

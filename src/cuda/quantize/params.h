@@ -18,9 +18,9 @@ struct TileParams {
   const float* amax;               // fp8_tensor / nvfp4: the tensor amax on the device
   const float* scale_in;           // fp8_tensor: caller-given encode scale, or null
   float* global_scale_out;         // fp8_tensor: scale_inv; nvfp4: 1 / S_enc
-  float* amax_canonical;           // when set, block (0, 0) rewrites a NaN amax as the canonical NaN
-  unsigned* amax_copy;             // when set, block (0, 0) copies the bits of *amax there (the
-                                   // output's amax, from a caller-given amax_in)
+  float* amax_canonical;           // when set, block (0, 0) writes the amax there (the output's), a
+                                   // NaN as the canonical NaN: the computed one, the amax kernel's
+                                   // (rewritten in place) or a caller-given amax_in (copied)
   bool row;
   uint8_t* row_data;
   void* row_scales;

@@ -1,6 +1,6 @@
 // Per-launch set-up shared by the quantize kernels: the tensor-level factor of fp8_tensor and
 // NVFP4 comes from the device amax (or a caller-given scale), and block (0, 0) publishes the
-// global decode scale, canonicalises a NaN amax and copies a caller-given one to the output.
+// global decode scale and writes the amax to the output, a NaN as the canonical one.
 #pragma once
 
 #include "cuda/common.cuh"
@@ -8,12 +8,11 @@
 
 namespace mxq::cuda {
 
-// `amax()` gives the tensor amax (read only where the recipe needs it); with `computed` the
-// kernel computed it (TileParams::cluster_amax) and block (0, 0) writes it to amax_canonical,
-// else that buffer holds it already and block (0, 0) only canonicalises a NaN there.
+// `amax()` gives the tensor amax: the one the kernel computed (TileParams::cluster_amax) or the
+// one in p.amax (the amax kernel's, or a caller-given one); block (0, 0) writes it to
+// amax_canonical.
 template <class Amax>
-__device__ __forceinline__ num::ScaleRule prepare_rule_with(const TileParams& p, num::ElemFormat elem, Amax amax,
-                                                            bool computed) {
+__device__ __forceinline__ num::ScaleRule prepare_rule_with(const TileParams& p, num::ElemFormat elem, Amax amax) {
   num::ScaleRule rule = p.rule;
   const bool tensor_scaled = rule.scheme == num::Scheme::fp8_tensor;
   if (tensor_scaled) {
@@ -27,18 +26,14 @@ __device__ __forceinline__ num::ScaleRule prepare_rule_with(const TileParams& p,
       *p.global_scale_out = tensor_scaled ? num::div_rn(1.0f, rule.tensor_factor)
                                           : num::nvfp4_decode_scale(rule.tensor_factor);
     }
-    if (p.amax_canonical) {
-      if (computed) *p.amax_canonical = num::is_nan(amax()) ? num::quiet_nan() : amax();
-      else if (num::is_nan(*p.amax_canonical)) *p.amax_canonical = num::quiet_nan();
-    }
-    if (p.amax_copy) *p.amax_copy = *reinterpret_cast<const unsigned*>(p.amax);
+    if (p.amax_canonical) *p.amax_canonical = num::canonical_nan(amax());
   }
   return rule;
 }
 
 // The amax in the buffer p.amax (written by the amax kernel before, or given by the caller).
 __device__ __forceinline__ num::ScaleRule prepare_rule(const TileParams& p, num::ElemFormat elem) {
-  return prepare_rule_with(p, elem, [&] { return *p.amax; }, false);
+  return prepare_rule_with(p, elem, [&] { return *p.amax; });
 }
 
 }  // namespace mxq::cuda
