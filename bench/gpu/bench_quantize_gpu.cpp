@@ -135,8 +135,10 @@ int main(int argc, char** argv) {
   ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   const char* const default_recipes[] = {"fp8_tensor", "fp8_block_1x128", "fp8_block_1x128:layout=mn_major_tma",
                            "fp8_block_1x128:pow2=1,layout=packed_ue8m0", "fp8_block_128x128", "mxfp8",
-                           "mxfp8:dir=both", "mxfp8:dir=both,colform=same", "mxfp8_e5m2", "mxfp4",
-                           "mxfp4:dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
+                           "mxfp8:dir=both", "mxfp8:dir=both,colform=same",
+                           // row+col with swizzled_128x4 scales (JIT kernels; MXFP8 stores whole atoms)
+                           "mxfp8:layout=swizzled_128x4,dir=both", "mxfp4:layout=swizzled_128x4,dir=both",
+                           "mxfp8_e5m2", "mxfp4", "mxfp4:dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
                            "fp4_block_1x32"};
   // --only picks plain recipes by their recipe string (not only those of the default list) and
   // fused rows as "R+fused"
