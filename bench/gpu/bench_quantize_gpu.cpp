@@ -91,6 +91,14 @@ struct Row {
   double ms, gbps, copy_gbps, ratio, eager_ms;
 };
 
+// The outputs of a timed call: q's buffers, the amax among them only where the recipe needs one
+// (a global scale); elsewhere an amax output would add a pass.
+QuantizedTensor outputs_of(cli::QuantizedBuffers& q, const Recipe& r) {
+  QuantizedTensor v = q.view();
+  if (!r.has_global_scale()) v.amax = Buffer{};
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,9 +195,7 @@ int main(int argc, char** argv) {
           // auto: the kernel a user gets. (cuda-aot alone ran the generic kernel wherever only the
           // JIT has a fast one, as for the swizzled_128x4 row+col configurations, until session 33.)
           if (given_amax) o.amax_in = static_cast<const float*>(amax_given.data());
-          // The amax is an output only where the recipe needs it (an extra pass elsewhere).
-          QuantizedTensor qv = q.view();
-          if (!global) qv.amax = Buffer{};
+          const QuantizedTensor qv = outputs_of(q, r);
           const double ms = graph_ms_per_call([&] { quantize(xv, qv, o); }, s);
           const double eager_ms = median_ms([&] { quantize(xv, qv, o); }, 20, s);
           const double gbps = bytes / ms / 1e6;
@@ -224,9 +230,8 @@ int main(int argc, char** argv) {
       const bool gated = num::is_gated(fr.act);
       const int64_t n = gated ? k / 2 : k;
       cli::QuantizedBuffers q(r, m, n, gpu);
-      QuantizedTensor qv = q.view();
+      const QuantizedTensor qv = outputs_of(q, r);
       const bool global = r.has_global_scale();
-      if (!global) qv.amax = Buffer{};
       const TensorView av = TensorView::matrix(copy_dst.data(), DType::bfloat16, m, k, -1, gpu);
       QuantizeOptions o;
       o.stream = s;
@@ -271,9 +276,8 @@ int main(int argc, char** argv) {
       const Recipe r = Recipe::parse(rt);
       if (r.has_columnwise() && m == 1) continue;
       cli::QuantizedBuffers q(r, m, k, gpu);
-      QuantizedTensor qv = q.view();
+      const QuantizedTensor qv = outputs_of(q, r);
       const bool global = r.has_global_scale();
-      if (!global) qv.amax = Buffer{};
       // the per-tensor recipes twice: the amax taken on the device, then given (static scales)
       for (int given_amax = 0; given_amax < (global ? 2 : 1); ++given_amax) {
         constexpr int kCalls = 100;
@@ -322,8 +326,7 @@ int main(int argc, char** argv) {
                               HostRow{"mxfp8", Backend::automatic, Activation::swiglu}}) {
       const Recipe r = Recipe::parse(hr.recipe);
       cli::QuantizedBuffers q(r, m, k, gpu);
-      QuantizedTensor qv = q.view();
-      if (r.scheme != Scheme::fp8_tensor && r.scheme != Scheme::nvfp4) qv.amax = Buffer{};
+      const QuantizedTensor qv = outputs_of(q, r);
       QuantizeOptions o;
       o.stream = s;
       o.backend = hr.backend;
