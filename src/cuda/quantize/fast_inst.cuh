@@ -67,6 +67,9 @@ const Entry kTable[] = {
     MXQ_FAST(mx, e5m2, rows, 32, 1, row_major, row_major),
     MXQ_FAST(mx, e2m1, rows, 32, 1, row_major, row_major),
     MXQ_FAST(mx, e4m3fn, colblocks, 32, 32, row_major, row_major),
+    // MXFP8 row+col with the scales Blackwell's and cuBLASLt's block-scaled GEMMs read, stored as
+    // whole 512-byte atoms: 0.96 of copy against row_major's 0.87 (H100, session 33, as JIT)
+    MXQ_FAST(mx, e4m3fn, colblocks, 32, 32, swizzled_128x4, swizzled_128x4),
     MXQ_FAST(mx, e5m2, colblocks, 32, 32, row_major, row_major),
     MXQ_FAST(mx, e2m1, colblocks, 32, 32, row_major, row_major),
     MXQ_FAST(nvfp4, e2m1, rows, 16, 1, row_major, row_major),
