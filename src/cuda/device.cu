@@ -19,6 +19,7 @@ namespace {
 struct DeviceInfo {
   std::string name;
   int major = 0, minor = 0, sms = 0;
+  int64_t l2_bytes = 0;
 };
 
 // Queried once per process; nothing here assumes device 0.
@@ -37,7 +38,7 @@ const std::vector<DeviceInfo>& devices(std::string* error = nullptr) {
     for (int i = 0; i < n; ++i) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-      list.push_back({p.name, p.major, p.minor, p.multiProcessorCount});
+      list.push_back({p.name, p.major, p.minor, p.multiProcessorCount, int64_t(p.l2CacheSize)});
     }
   });
   if (error) *error = err;
@@ -157,7 +158,7 @@ bool cuda_device_info(int index, CudaDeviceInfo* out) {
   const auto& list = cuda::devices();
   if (index < 0 || index >= int(list.size())) return false;
   const auto& d = list[size_t(index)];
-  *out = {d.major * 10 + d.minor, d.sms, d.major == 9 && d.minor == 0, d.name};
+  *out = {d.major * 10 + d.minor, d.sms, d.major == 9 && d.minor == 0, d.name, d.l2_bytes};
   return true;
 }
 

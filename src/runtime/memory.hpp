@@ -18,6 +18,7 @@ struct CudaDeviceInfo {
   int arch = 0, sms = 0;
   bool supported = false;  // what mxq's CUDA backends run on (sm_90)
   std::string name;
+  int64_t l2_bytes = 0;  // the L2 cache (the benchmarks size their rotations past it)
 };
 bool cuda_device_info(int index, CudaDeviceInfo* out);
 void* device_alloc(const Device& d, int64_t bytes);
