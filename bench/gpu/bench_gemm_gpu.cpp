@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "bench_gemm_gpu: unknown argument '%s' (expected --quick, --decode or --shape MxNxK)\n", argv[i]);
+      std::fprintf(stderr, "bench_gemm_gpu: unknown argument '%s' (expected --quick, --decode or --shape MxNxK)\n",
+                   argv[i]);
       return 2;
     }
   }

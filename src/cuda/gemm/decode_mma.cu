@@ -95,6 +95,13 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) gemm_decode_mma_kernel(con
   const int m_base = 0, m_left = int(p.m) - m_base;
   const uint8_t* x0 = p.a.codes + int64_t(m_base + g) * p.k + q * 16;
 
+  // The start of each weight row of the CTA's first chunk into the L2 (kWeightPrefetchBytes in
+  // all), while the kernel before drains: one row per thread, rows contiguous from K byte 0
+  if (blockIdx.x < chunks && threadIdx.x < kChunkRows) {
+    const int64_t row = int64_t(blockIdx.x) * kChunkRows + threadIdx.x;
+    const int64_t piece = (kWeightPrefetchBytes / kChunkRows) / 128 * 128;  // K is a multiple of 128
+    if (row < p.n) l2_prefetch_bulk(p.b.codes + row * p.k, uint32_t(piece < p.k ? piece : p.k));
+  }
   pdl_wait();  // the kernel before (pdl.cuh) has completed
 
   // Each CTA takes chunks of kChunkRows weight rows in turn (a grid of at most one wave).
