@@ -147,7 +147,9 @@ int main(int argc, char** argv) {
                            // row+col with swizzled_128x4 scales (JIT kernels; MXFP8 stores whole atoms)
                            "mxfp8:layout=swizzled_128x4,dir=both", "mxfp4:layout=swizzled_128x4,dir=both",
                            "mxfp8_e5m2", "mxfp4", "mxfp4:dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
-                           "fp4_block_1x32"};
+                           // NVFP4 row+col (TransformerEngine's NVFP4 training recipe quantizes activations
+                           // and gradients both ways) and DeepSeek V4's FP4 both ways: JIT kernels
+                           "nvfp4:dir=both", "fp4_block_1x32", "fp4_block_1x32:dir=both"};
   // --only picks plain recipes by their recipe string (not only those of the default list) and
   // fused rows as "R+fused"
   auto wanted = [&](const std::string& name) { return only.empty() || std::count(only.begin(), only.end(), name) > 0; };

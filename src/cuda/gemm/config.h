@@ -149,10 +149,15 @@ constexpr int decode_tile_rows(int64_t m, int64_t n, int sms) {
 // clusters of 4 of the 92 resident), 16x2112x7168 7.5 / 7.1, 1x7168x2048 6.3 / 5.8 at 85%; not
 // 16x32768x512, 10.1 / 10.7 at 97%).
 constexpr bool decode_pdl(int64_t ctas, int64_t slots) { return 3 * ctas >= 2 * slots; }
-// The weight bytes a CTA asks the L2 for before its pdl_wait (l2_prefetch_bulk, tma_prefetch_2d):
-// the start of what it streams first, so that the weights, which no kernel before writes in a
-// model's forward pass (and which the L2 would serve fresh if one did), are on their way while
-// that kernel drains. Two CTAs per SM make ~8 MB over 132 SMs, a fraction of the 50 MB L2.
+// The weight bytes a CTA of the mma.sync decode kernel asks the L2 for before its pdl_wait
+// (l2_prefetch_bulk): the start of each row it streams, so that the weights, which no kernel
+// before writes in a model's forward pass (and which the L2 would serve fresh if one did), are on
+// their way while that kernel drains. Two CTAs per SM make ~8 MB over 132 SMs. Measured on the
+// H200 (bench/RESULTS.md session 34, graph replay, B past the L2): 1x24576x1536 14.05 -> 13.7 us,
+// 1x32768x512 7.65 -> 7.4, the rest unchanged. The same prefetch of the first TMA boxes made the
+// wgmma decode kernel slower (16 x 2112 x 7168 8.4 -> 9.1 us, 1 x 7168 x 16384 35.8 -> 37.05) and
+// the wgmma kernel faster on most shapes but slower on 24576 x 1536 (128 rows, promote-k 128:
+// 16.65 -> 18.1), so neither has it.
 inline constexpr int kWeightPrefetchBytes = 32 * 1024;
 constexpr bool decode_one_wave(int64_t m, int64_t n, int sms) {
   const int rows = decode_tile_rows(m, n, sms);

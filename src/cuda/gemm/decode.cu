@@ -124,13 +124,9 @@ __global__ void __launch_bounds__(128, decode_ctas_per_sm(kR))
     tma_prefetch_map(&map_w);
     tma_prefetch_map(&map_x);
     if constexpr (kTmaScales) tma_prefetch_map(&map_sa);
-    // the CTA's first weight blocks into the L2 while the kernel before drains (config.h
-    // kWeightPrefetchBytes)
-    constexpr int kAhead = kWeightPrefetchBytes / int(kTileW) > 0 ? kWeightPrefetchBytes / int(kTileW) : 1;
-    for (int i = 0; i < kAhead && i < steps; ++i) tma_prefetch_2d(&map_w, (first + i) * 128, int32_t(n0));
   }
   __syncthreads();
-  pdl_wait();  // the kernel before (pdl.cuh) has completed: only L2 prefetches above
+  pdl_wait();  // the kernel before (pdl.cuh) has completed: nothing above touched global memory
   auto issue = [&](int i) {  // this CTA's i-th K block into stage i % kStages
     const int s = i % kStages, kb = first + i;
     mbar_arrive_expect_tx(&full[s], kStageBytes + (kTmaScales ? kN * 4 : 0));

@@ -56,13 +56,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
-// Asks the L2 for the box at (c0, c1) of `map`, the one tma_load_2d at those coordinates copies
-// (safe before pdl_wait, as l2_prefetch_bulk).
-__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int32_t c0, int32_t c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(reinterpret_cast<uint64_t>(map)),
-               "r"(c0), "r"(c1)
-               : "memory");
-}
 // Copies `src` (the box's bytes in the map's swizzle) to the box at (c0, c1) of `map`; elements
 // outside the matrix are not written. Completes as a bulk group (bulk_commit, bulk_wait_read).
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int32_t c0, int32_t c1) {

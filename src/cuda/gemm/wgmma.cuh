@@ -321,20 +321,9 @@ __global__ void __launch_bounds__(gemm_config::kWgmmaThreads, 1)
     tma_prefetch_map(&map_sa);
     if constexpr (kB1D) tma_prefetch_map(&map_sb);
     if (p.d_tma) tma_prefetch_map(&map_d);
-    // the first B blocks of the CTA's first tile into the L2 while the kernel before drains
-    // (config.h kWeightPrefetchBytes; B is the weights in a model's forward pass, A the activation
-    // that kernel may be writing)
-    if (blockIdx.x / kSplit < tiles) {
-      uint32_t mb, nb;
-      wgmma_tile_at(blockIdx.x / kSplit, m_blocks, n_blocks, mb, nb);
-      constexpr int kAhead = kWeightPrefetchBytes / (kBN * kBK) > 0 ? kWeightPrefetchBytes / (kBN * kBK) : 1;
-      const int64_t kb0 = k_range(rank), kb1 = k_range(rank + 1);
-      for (int64_t kb = kb0; kb < kb1 && kb < kb0 + kAhead; ++kb)
-        tma_prefetch_2d(&map_b, int32_t(kb * kBK), int32_t(nb * kBN));
-    }
   }
   __syncthreads();
-  pdl_wait();  // the kernel before (pdl.cuh) has completed: only L2 prefetches above
+  pdl_wait();  // the kernel before (pdl.cuh) has completed: nothing above touched global memory
 
   if (wg == 0) {  // producer
     regs_release<Regs<kSplit>::kProducer>();
