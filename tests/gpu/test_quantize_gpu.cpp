@@ -124,7 +124,7 @@ std::vector<std::string> recipes_under_test() {
       "mxfp4:layout=packed_ue8m0,dir=both",
       "mxfp8_e5m2:dir=both", "mxfp4", "mxfp4:dir=both", "mxfp4:dir=both,colform=same",
       "mxfp4:layout=swizzled_128x4", "mxfp4:layout=swizzled_128x4,dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4",
-      "nvfp4:dir=both", "nvfp4_2d",
+      "nvfp4:dir=both", "nvfp4:layout=swizzled_128x4,dir=both", "nvfp4_2d",
       "nvfp4_2d:dir=both", "fp4_block_1x32", "fp4_block_1x32:dir=both",
   };
 }

@@ -158,6 +158,31 @@ TEST(JitCompile, FusedVariantsCompileForSm90a) {
   expect_all_compile(keys, "fused configurations");
 }
 
+// The FP4 column-block kernels (rows and columns of 1 x 16 or 1 x 32 blocks in one pass, 168
+// registers) spill nothing either: NVFP4's holds the 128-entry scale table as the rows kernel does
+// (FastTile::kScaleTable), for its row and its column blocks. bf16 input, each FP4 recipe.
+TEST(JitCompile, Fp4ColumnBlockKernelsDoNotSpill) {
+  std::vector<cuda::FastKey> keys;
+  for (const auto& k : all_keys()) {
+    const bool fresh = std::none_of(keys.begin(), keys.end(), [&](const cuda::FastKey& b) {
+      return b.scheme == k.scheme && b.g == k.g && b.row_layout == k.row_layout;
+    });
+    if (k.shape == cuda::FastShape::colblocks && k.dtype == 2 && k.elem == num::ElemFormat::e2m1 && fresh)
+      keys.push_back(k);
+  }
+  ASSERT_GE(keys.size(), 3u);  // MXFP4, NVFP4, fp4_block_1x32
+  ASSERT_TRUE(std::any_of(keys.begin(), keys.end(), [](const cuda::FastKey& k) { return k.scheme == num::Scheme::nvfp4; }));
+  std::vector<std::string> logs;
+  expect_all_compile(keys, "FP4 column-block configurations", &logs);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t used = logs[i].find("Used ");
+    EXPECT_NE(used, std::string::npos) << "no ptxas report for " << key_text(keys[i]);
+    EXPECT_EQ(spill_store_bytes(logs[i]), 0) << key_text(keys[i]) << "\n" << logs[i];
+    if (used != std::string::npos)
+      std::printf("%s: %s\n", key_text(keys[i]).c_str(), logs[i].substr(used, logs[i].find('\n', used) - used).c_str());
+  }
+}
+
 // The fused rows kernels keep their tiles in registers: ptxas spills none of them to local
 // memory (in session 15, 9 of 42 did, 44-164 bytes, until the geometry gave two-input and
 // dbias-only kernels half tiles; mxfp8 + dbias went from 0.74 to 0.92-0.97 of copy bandwidth).

@@ -659,13 +659,14 @@ struct FastTile {
     }
   }
 
-  // NVFP4 in the rows shape: the block scale's code is the hardware's e4m3 satfinite conversion
-  // (the cvt the FP8 elements use) of num::nvfp4_block_scale_value, its multiplier from a shared
-  // table of the 128 codes' (fill_scale_table, once per CTA). Equal to block_scale_for: a NaN
-  // value converts to code 0x7f, whose entry is NaN. SASS count of the
-  // loop: 2.29 fewer instructions per element than nvfp4_multiplier's divide per block (the
-  // table alone spilled at 64 registers; with the RowsWalk it does not).
-  static constexpr bool kScaleTable = C::kScheme == num::Scheme::nvfp4 && C::kShape == FastShape::rows;
+  // NVFP4's 1 x 16 blocks (the rows and column-block shapes): the block scale's code is the
+  // hardware's e4m3 satfinite conversion (the cvt the FP8 elements use) of
+  // num::nvfp4_block_scale_value, its multiplier from a shared table of the 128 codes'
+  // (fill_scale_table, once per CTA). Equal to block_scale_for: a NaN value converts to code 0x7f,
+  // whose entry is NaN. SASS count of the rows loop: 2.29 fewer instructions per element than
+  // nvfp4_multiplier's divide per block (the table alone spilled at 64 registers; with the RowsWalk
+  // it does not). The column-block kernel takes it for its row and its column blocks alike.
+  static constexpr bool kScaleTable = C::kScheme == num::Scheme::nvfp4 && C::kShape != FastShape::two_d;
   __device__ static float (&scale_table())[128] {
     __shared__ float table[128];
     return table;
