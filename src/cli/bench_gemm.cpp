@@ -36,9 +36,13 @@ std::array<int64_t, 3> parse_gemm_shape(const std::string& text) {
   return v;
 }
 
-int weight_copies(const Recipe& rb, int64_t n, int64_t k) {
+int64_t bench_l2_bytes() {
   runtime::CudaDeviceInfo info;
-  const int64_t l2 = runtime::cuda_device_info(0, &info) && info.l2_bytes > 0 ? info.l2_bytes : int64_t(50) << 20;
+  return runtime::cuda_device_info(0, &info) && info.l2_bytes > 0 ? info.l2_bytes : int64_t(50) << 20;
+}
+
+int weight_copies(const Recipe& rb, int64_t n, int64_t k) {
+  const int64_t l2 = bench_l2_bytes();
   const QuantizedLayout b = plan(rb, n, k);
   const int64_t bytes = b.data.bytes + b.scales.bytes;
   return int(std::clamp<int64_t>(num::ceil_div(2 * l2, bytes), 1, kMaxWeightCopies));

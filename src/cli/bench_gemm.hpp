@@ -38,6 +38,8 @@ struct GemmBenchRun {
 // (15 MB) and 7168 x 2048 (15 MB) weights would be timed at L2, not DRAM, bandwidth.
 inline constexpr int kMaxWeightCopies = 16;
 int weight_copies(const Recipe& rb, int64_t n, int64_t k);
+// GPU 0's L2 in bytes, 50 MB (the H100's and H200's) where it cannot ask.
+int64_t bench_l2_bytes();
 
 // A 1x128 (mn_major_tma) x B 128x128 (1D2D) or 1x128 (mn_major_tma; 1D1D), bf16 D, operands
 // quantized on GPU 0 by mxq::quantize; device time per call under CUDA-graph replay.
