@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mxq/numerics/recipes.h"
@@ -62,6 +63,24 @@ TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
   EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
 }
 
+// Every non-negative non-NaN fp32 block maximum through `kinds` variants: scales(k, bits, x) gives
+// the kernels' and the reference's BlockScale of variant k ({got, want}); bit k + 1 of a finding
+// marks a difference in the stored form or the multiplier's bits.
+template <class Scales>
+Sweep sweep_block_scales(int kinds, Scales scales) {
+  return sweep_all_fp32([&](float x) {
+    const uint32_t b = mxq::num::float_bits(x);
+    if (b >> 31) return 0u;  // maxima are |x|
+    unsigned found = 0;
+    for (int k = 0; k < kinds; ++k) {
+      const auto [got, want] = scales(k, b, x);
+      if (got.stored != want.stored || mxq::num::float_bits(got.multiplier) != mxq::num::float_bits(want.multiplier))
+        found |= 1u << (k + 1) | 1u;
+    }
+    return found;
+  });
+}
+
 // The kernels' branch-free MX block scale (num::mx_block_scale_bits, from |amax|'s bits) against
 // the reference's (block_scale_for<Scheme::mx>: mx_scale_code, mx_multiplier), stored code and
 // multiplier bits, on every non-negative non-NaN fp32 maximum, for each element format and both
@@ -69,22 +88,13 @@ TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
 TEST(FastPaths, MxBlockScaleWithoutBranchesMatchesForAllFp32) {
   using mxq::num::MxRounding;
   for (ElemFormat f : {ElemFormat::e4m3fn, ElemFormat::e5m2, ElemFormat::e2m1}) {
-    const Sweep s = sweep_all_fp32([f](float x) {
-      const uint32_t b = mxq::num::float_bits(x);
-      if (b >> 31) return 0u;  // maxima are |x|
-      unsigned found = 0;
-      for (int k = 0; k < 2; ++k) {
-        mxq::num::ScaleRule r{};
-        r.scheme = mxq::num::Scheme::mx;
-        r.elem = f;
-        r.rounding = k ? MxRounding::floor : MxRounding::rceil;
-        const mxq::num::BlockScale want = mxq::num::block_scale_for<mxq::num::Scheme::mx>(r, x),
-                                   got = mxq::num::mx_block_scale_bits(b, f, r.rounding);
-        if (got.stored != want.stored ||
-            mxq::num::float_bits(got.multiplier) != mxq::num::float_bits(want.multiplier))
-          found |= 1u << (k + 1) | 1u;
-      }
-      return found;
+    const Sweep s = sweep_block_scales(2, [f](int k, uint32_t b, float x) {
+      mxq::num::ScaleRule r{};
+      r.scheme = mxq::num::Scheme::mx;
+      r.elem = f;
+      r.rounding = k ? MxRounding::floor : MxRounding::rceil;
+      return std::pair{mxq::num::mx_block_scale_bits(b, f, r.rounding),
+                       mxq::num::block_scale_for<mxq::num::Scheme::mx>(r, x)};
     });
     EXPECT_EQ(s.checked, (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
     EXPECT_EQ(s.count[0], 0u) << int(f) << ": first mismatch at |amax| bits 0x" << std::hex << s.first << std::dec
@@ -109,24 +119,15 @@ TEST(FastPaths, Fp8BlockPow2ScaleWithoutDivisionMatchesForAllFp32) {
     bool ue8m0;
   };
   const Case cases[] = {{ElemFormat::e2m1, 0.0f, true}, {ElemFormat::e4m3fn, 1e-4f, false}, {ElemFormat::e5m2, 1e-4f, true}};
-  const Sweep s = sweep_all_fp32([&](float x) {
-    const uint32_t b = mxq::num::float_bits(x);
-    if (b >> 31) return 0u;  // maxima are |x|
-    unsigned found = 0;
-    for (int k = 0; k < 3; ++k) {
-      mxq::num::ScaleRule r{};
-      r.scheme = mxq::num::Scheme::fp8_block;
-      r.elem = cases[k].elem;
-      r.eps = cases[k].eps;
-      r.pow2 = true;
-      r.ue8m0_out = cases[k].ue8m0;
-      const mxq::num::BlockScale want = mxq::num::block_scale_for<mxq::num::Scheme::fp8_block>(r, x),
-                                 got = mxq::num::fp8_block_pow2_scale_bits(b, mxq::num::max_finite(r.elem), r.eps,
-                                                                           r.ue8m0_out);
-      if (got.stored != want.stored || mxq::num::float_bits(got.multiplier) != mxq::num::float_bits(want.multiplier))
-        found |= 1u << (k + 1) | 1u;
-    }
-    return found;
+  const Sweep s = sweep_block_scales(3, [&](int k, uint32_t b, float x) {
+    mxq::num::ScaleRule r{};
+    r.scheme = mxq::num::Scheme::fp8_block;
+    r.elem = cases[k].elem;
+    r.eps = cases[k].eps;
+    r.pow2 = true;
+    r.ue8m0_out = cases[k].ue8m0;
+    return std::pair{mxq::num::fp8_block_pow2_scale_bits(b, mxq::num::max_finite(r.elem), r.eps, r.ue8m0_out),
+                     mxq::num::block_scale_for<mxq::num::Scheme::fp8_block>(r, x)};
   });
   EXPECT_EQ(s.checked, (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
   EXPECT_EQ(s.count[0], 0u) << "first mismatch at |amax| bits 0x" << std::hex << s.first << std::dec << " (fp4 "
