@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mxq/numerics/recipes.h"
@@ -19,18 +20,18 @@ using mxq::num::ElemFormat;
 // the conditions it found (bit k: condition k); the sweep counts each and keeps the first value
 // that showed condition 0.
 struct Sweep {
-  uint64_t count[3] = {0, 0, 0}, checked = 0;
+  uint64_t count[4] = {0, 0, 0, 0}, checked = 0;  // any finding, then bits 1-3 of the findings
   uint32_t first = 0;
 };
 template <class Check>
 Sweep sweep_all_fp32(Check check) {
-  std::atomic<uint64_t> count[3] = {0, 0, 0}, checked{0};
+  std::atomic<uint64_t> count[4] = {0, 0, 0, 0}, checked{0};
   std::atomic<uint32_t> first{0};
   const unsigned nthreads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < nthreads; ++t)
     pool.emplace_back([&, t] {
-      uint64_t c[3] = {0, 0, 0}, n = 0;
+      uint64_t c[4] = {0, 0, 0, 0}, n = 0;
       const uint64_t begin = (uint64_t(1) << 32) * t / nthreads, end = (uint64_t(1) << 32) * (t + 1) / nthreads;
       for (uint64_t b = begin; b < end; ++b) {
         const float x = mxq::num::bits_float(uint32_t(b));
@@ -40,13 +41,14 @@ Sweep sweep_all_fp32(Check check) {
         if ((found & 1u) && c[0]++ == 0) first = uint32_t(b);
         if (found & 2u) ++c[1];
         if (found & 4u) ++c[2];
+        if (found & 8u) ++c[3];
       }
-      for (int k = 0; k < 3; ++k) count[k] += c[k];
+      for (int k = 0; k < 4; ++k) count[k] += c[k];
       checked += n;
     });
   for (auto& th : pool) th.join();
   Sweep s;
-  for (int k = 0; k < 3; ++k) s.count[k] = count[k];
+  for (int k = 0; k < 4; ++k) s.count[k] = count[k];
   s.checked = checked;
   s.first = first;
   return s;
@@ -61,6 +63,24 @@ TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
   EXPECT_EQ(s.count[0], 0u) << "first mismatch at fp32 bits 0x" << std::hex << s.first;
 }
 
+// Every non-negative non-NaN fp32 block maximum through `kinds` variants: scales(k, bits, x) gives
+// the kernels' and the reference's BlockScale of variant k ({got, want}); bit k + 1 of a finding
+// marks a difference in the stored form or the multiplier's bits.
+template <class Scales>
+Sweep sweep_block_scales(int kinds, Scales scales) {
+  return sweep_all_fp32([&](float x) {
+    const uint32_t b = mxq::num::float_bits(x);
+    if (b >> 31) return 0u;  // maxima are |x|
+    unsigned found = 0;
+    for (int k = 0; k < kinds; ++k) {
+      const auto [got, want] = scales(k, b, x);
+      if (got.stored != want.stored || mxq::num::float_bits(got.multiplier) != mxq::num::float_bits(want.multiplier))
+        found |= 1u << (k + 1) | 1u;
+    }
+    return found;
+  });
+}
+
 // The kernels' branch-free MX block scale (num::mx_block_scale_bits, from |amax|'s bits) against
 // the reference's (block_scale_for<Scheme::mx>: mx_scale_code, mx_multiplier), stored code and
 // multiplier bits, on every non-negative non-NaN fp32 maximum, for each element format and both
@@ -68,22 +88,13 @@ TEST(FastPaths, E2M1SatfiniteMatchesEncodeForAllFp32) {
 TEST(FastPaths, MxBlockScaleWithoutBranchesMatchesForAllFp32) {
   using mxq::num::MxRounding;
   for (ElemFormat f : {ElemFormat::e4m3fn, ElemFormat::e5m2, ElemFormat::e2m1}) {
-    const Sweep s = sweep_all_fp32([f](float x) {
-      const uint32_t b = mxq::num::float_bits(x);
-      if (b >> 31) return 0u;  // maxima are |x|
-      unsigned found = 0;
-      for (int k = 0; k < 2; ++k) {
-        mxq::num::ScaleRule r{};
-        r.scheme = mxq::num::Scheme::mx;
-        r.elem = f;
-        r.rounding = k ? MxRounding::floor : MxRounding::rceil;
-        const mxq::num::BlockScale want = mxq::num::block_scale_for<mxq::num::Scheme::mx>(r, x),
-                                   got = mxq::num::mx_block_scale_bits(b, f, r.rounding);
-        if (got.stored != want.stored ||
-            mxq::num::float_bits(got.multiplier) != mxq::num::float_bits(want.multiplier))
-          found |= 1u << (k + 1) | 1u;
-      }
-      return found;
+    const Sweep s = sweep_block_scales(2, [f](int k, uint32_t b, float x) {
+      mxq::num::ScaleRule r{};
+      r.scheme = mxq::num::Scheme::mx;
+      r.elem = f;
+      r.rounding = k ? MxRounding::floor : MxRounding::rceil;
+      return std::pair{mxq::num::mx_block_scale_bits(b, f, r.rounding),
+                       mxq::num::block_scale_for<mxq::num::Scheme::mx>(r, x)};
     });
     EXPECT_EQ(s.checked, (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
     EXPECT_EQ(s.count[0], 0u) << int(f) << ": first mismatch at |amax| bits 0x" << std::hex << s.first << std::dec
@@ -91,6 +102,38 @@ TEST(FastPaths, MxBlockScaleWithoutBranchesMatchesForAllFp32) {
   }
   for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0x7fffffffu}) {
     const mxq::num::BlockScale got = mxq::num::mx_block_scale_bits(nan, ElemFormat::e4m3fn, MxRounding::rceil);
+    EXPECT_EQ(got.stored, uint32_t(mxq::num::kE8M0NaN));
+    EXPECT_TRUE(mxq::num::is_nan(got.multiplier));
+  }
+}
+
+// The kernels' fp8_block pow2 block scale without a division (num::fp8_block_pow2_scale_bits)
+// against the reference's (block_scale_for<Scheme::fp8_block> with pow2: fp8_block_scale,
+// reciprocal_multiplier), stored form and multiplier bits, on every non-negative non-NaN fp32
+// maximum: bit 1 of a finding is DeepSeek V4's FP4 (fmax 6, eps 0, UE8M0), bit 2 1x128 FP8 (fmax
+// 448, eps 1e-4, fp32 scales), bit 3 E5M2 (fmax 57344, eps 1e-4, UE8M0). And on NaN maxima.
+TEST(FastPaths, Fp8BlockPow2ScaleWithoutDivisionMatchesForAllFp32) {
+  struct Case {
+    ElemFormat elem;
+    float eps;
+    bool ue8m0;
+  };
+  const Case cases[] = {{ElemFormat::e2m1, 0.0f, true}, {ElemFormat::e4m3fn, 1e-4f, false}, {ElemFormat::e5m2, 1e-4f, true}};
+  const Sweep s = sweep_block_scales(3, [&](int k, uint32_t b, float x) {
+    mxq::num::ScaleRule r{};
+    r.scheme = mxq::num::Scheme::fp8_block;
+    r.elem = cases[k].elem;
+    r.eps = cases[k].eps;
+    r.pow2 = true;
+    r.ue8m0_out = cases[k].ue8m0;
+    return std::pair{mxq::num::fp8_block_pow2_scale_bits(b, mxq::num::max_finite(r.elem), r.eps, r.ue8m0_out),
+                     mxq::num::block_scale_for<mxq::num::Scheme::fp8_block>(r, x)};
+  });
+  EXPECT_EQ(s.checked, (uint64_t(1) << 32) - 2 * ((uint64_t(1) << 23) - 1));
+  EXPECT_EQ(s.count[0], 0u) << "first mismatch at |amax| bits 0x" << std::hex << s.first << std::dec << " (fp4 "
+                            << s.count[1] << ", 1x128 " << s.count[2] << ", e5m2 " << s.count[3] << ")";
+  for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0x7fffffffu}) {
+    const mxq::num::BlockScale got = mxq::num::fp8_block_pow2_scale_bits(nan, 6.0f, 0.0f, true);
     EXPECT_EQ(got.stored, uint32_t(mxq::num::kE8M0NaN));
     EXPECT_TRUE(mxq::num::is_nan(got.multiplier));
   }

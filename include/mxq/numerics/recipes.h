@@ -247,6 +247,31 @@ MXQ_HD BlockScale mx_block_scale_bits(uint32_t m, ElemFormat f, MxRounding round
   return {nan ? quiet_nan() : bits_float((254u - code) << 23), nan ? uint32_t(kE8M0NaN) : code};
 }
 
+// block_scale_for<Scheme::fp8_block> with pow2 scales (fp8_block_scale, reciprocal_multiplier and
+// the stored form) of a block maximum given as the fp32 bits of |amax| (sign clear; NaN above
+// kF32InfBits), with no division or reciprocal where the quotient is normal: the specialised
+// kernels' form. tests/cpp/test_fast_paths.cpp holds it equal on every input.
+// With a = 2^(ea - 127) Ma and fmax = 2^(ef - 127) Mf (Ma, Mf in [1, 2), normal), a / fmax =
+// 2^(ea - ef) Ma / Mf. Where Ma <= Mf the quotient lies in (2^(ea - ef - 1), 2^(ea - ef)], and so
+// does its rounding (2 Ma / Mf exceeds 1 + 2^-24), whose next power of two is 2^(ea - ef). Where
+// Ma > Mf, Ma is at least Mf + 2^-23, so the quotient exceeds 2^(ea - ef) by more than half an ulp:
+// it rounds above 2^(ea - ef), to at most 2^(ea - ef + 1), its next power of two. The biased
+// exponent field of s is then ea - ef + 127 + (Ma > Mf), at least 2 where the fast path is taken
+// (ea - ef + 127 >= 2: s normal) and at most 253 (ea <= 254, fmax >= 4 gives ef >= 129), so 1 / s
+// is the normal 2^-k, field 254 - that. Everything else (NaN, zero, tiny maxima) takes the
+// reference's arithmetic.
+MXQ_HD BlockScale fp8_block_pow2_scale_bits(uint32_t m, float fmax, float eps, bool ue8m0_out) {
+  const uint32_t f = float_bits(fmax), a0 = m < kF32MaxBits ? m : kF32MaxBits;  // finite_amax
+  const uint32_t a = bits_float(a0) < eps ? float_bits(eps) : a0;
+  const int ea = int(a >> 23), ef = int(f >> 23);
+  if (m > kF32InfBits || ea == 0 || ea - ef + 127 < 2) {
+    const float s = fp8_block_scale(bits_float(m), fmax, eps, true);
+    return {reciprocal_multiplier(s), ue8m0_out ? uint32_t(pow2_scale_to_e8m0(s)) : float_bits(s)};
+  }
+  const uint32_t field = uint32_t(ea - ef + 127) + ((a & 0x7fffffu) > (f & 0x7fffffu) ? 1u : 0u);
+  return {bits_float((254u - field) << 23), ue8m0_out ? field : field << 23};
+}
+
 // The scheme as a template argument: specialised kernels call this directly, so that only
 // their scheme's arithmetic is compiled in.
 template <Scheme S>

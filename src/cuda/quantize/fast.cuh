@@ -690,6 +690,10 @@ struct FastTile {
       asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(v));  // NaN -> 0x7f
       const uint32_t code = pair & 0x7fu;
       return {scale_table()[code], code};
+    } else if constexpr (C::kScheme == num::Scheme::fp8_block) {
+      // pow2 scales (DeepSeek V4's FP4, UE8M0 1 x 128) without the divide and the reciprocal
+      if (rule.pow2) return num::fp8_block_pow2_scale_bits(m, num::max_finite(C::kElem), rule.eps, rule.ue8m0_out);
+      return num::block_scale_for<C::kScheme>(rule, num::amax_from_bits(m));
     } else {
       return num::block_scale_for<C::kScheme>(rule, num::amax_from_bits(m));
     }
