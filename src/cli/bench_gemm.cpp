@@ -79,7 +79,7 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
     const TensorView dv = TensorView::matrix(d.data(), DType::bfloat16, m, n, -1, gpu);
     const size_t first = rows.size();
     for (const GemmBenchRun& run : runs) {
-      GemmBenchRow r{m, n, k, backend_name(run.backend), "", "", run.block_m, copies, 0, 0, 0, 0, 0};
+      GemmBenchRow r{m, n, k, backend_name(run.backend), "", "", run.block_m, copies, 0, 0, 0, 0, 0, 0};
       try {
         GemmOptions o;
         o.backend = run.backend;
@@ -99,6 +99,20 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
         r.tflops = 2.0 * double(m) * double(n) * double(k) / (ms * 1e-3) / 1e12;
         r.peak_pct = 100.0 * r.tflops / 1979.0;  // the H200's dense FP8 peak
         r.weight_gbps = double(n) * double(k) / (ms * 1e-3) / 1e9;
+        if (m <= kChainMaxM) {
+          // a decode step: the activation's quantize, then the GEMM, the way a model runs them
+          QuantizeOptions qo;
+          next = 0;
+          r.chain_us = 1e3 * runtime::graph_ms_per_call(
+                                 gpu,
+                                 [&](void* stream) {
+                                   qo.stream = o.stream = stream;
+                                   quantize(TensorView::matrix(xa.data(), DType::bfloat16, m, k, -1, gpu), va, qo);
+                                   gemm(va, vb[size_t(next)], dv, o);
+                                   next = (next + 1) % copies;
+                                 },
+                                 copies * int(num::ceil_div(10, copies)));
+        }
       } catch (const Error& e) {
         r.error = e.what();
       }
@@ -117,8 +131,8 @@ std::vector<GemmBenchRow> bench_gemm(const std::vector<std::array<int64_t, 3>>& 
 std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows, GemmKind kind) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9s %9s %7s %9s %8s %8s\n", "M x N x K", "asked", "ran", "us",
-                "TFLOP/s", "%peak", "w GB/s", "xcuBLAS", "B copies");
+  std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9s %9s %7s %9s %8s %8s %9s\n", "M x N x K", "asked", "ran", "us",
+                "TFLOP/s", "%peak", "w GB/s", "xcuBLAS", "B copies", "q+gemm us");
   out += line;
   for (const auto& r : rows) {
     const std::string shape = std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k);
@@ -126,15 +140,21 @@ std::string gemm_bench_table(const std::vector<GemmBenchRow>& rows, GemmKind kin
     if (r.block_m) asked.append(":").append(std::to_string(r.block_m));
     if (!r.error.empty())
       std::snprintf(line, sizeof line, "%-20s %-12s %s\n", shape.c_str(), asked.c_str(), r.error.c_str());
-    else
-      std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9.1f %9.1f %7.1f %9.0f %8s %8d\n", shape.c_str(),
+    else {
+      char chain[32] = "-";
+      if (r.chain_us > 0) std::snprintf(chain, sizeof chain, "%.1f", r.chain_us);
+      std::snprintf(line, sizeof line, "%-20s %-12s %-45s %9.1f %9.1f %7.1f %9.0f %8s %8d %9s\n", shape.c_str(),
                     asked.c_str(), r.kernel.c_str(), r.us, r.tflops, r.peak_pct, r.weight_gbps,
-                    r.vs_cublaslt > 0 ? (std::to_string(r.vs_cublaslt).substr(0, 4) + "x").c_str() : "-", r.b_copies);
+                    r.vs_cublaslt > 0 ? (std::to_string(r.vs_cublaslt).substr(0, 4) + "x").c_str() : "-", r.b_copies,
+                    chain);
+    }
     out += line;
   }
   out += std::string("A 1x128 (mn_major_tma) x B ") + (kind == GemmKind::d1d2 ? "128x128" : "1x128 (mn_major_tma)") +
          " FP8, bf16 D, CUDA-graph replay; %peak of 1979 TFLOP/s; w GB/s = N*K / time; xcuBLAS = cuBLASLt's time / "
-         "this row's; B copies: the calls read that many copies of B in turn (at least twice the L2 in all, up to " +
+         "this row's; q+gemm us (M <= " + std::to_string(kChainMaxM) +
+         "): the activation's quantize from bf16, then the GEMM, per call (a decode step); B copies: the calls read "
+         "that many copies of B in turn (at least twice the L2 in all, up to " +
          std::to_string(kMaxWeightCopies) + "), so that the weights come from DRAM\n";
   return out;
 }

@@ -19,7 +19,10 @@ struct GemmBenchRow {
   int b_copies;                        // the copies of B the timed calls read in turn (weight_copies)
   double us, tflops, peak_pct, weight_gbps;
   double vs_cublaslt;  // cuBLASLt's time over this row's on the same shape (0: not measured)
+  double chain_us;     // the activation's quantize then this GEMM, per call (0: not measured, M > kChainMaxM)
 };
+// The rows up to which the benchmark also times the decode step: quantize A from bf16, then the GEMM.
+inline constexpr int64_t kChainMaxM = 128;
 
 // Issue 6's shapes: M in {1, 16, 64, 128, 1024, 4096} x (N, K) of DeepSeek V3's projections, and 8192^3.
 std::vector<std::array<int64_t, 3>> gemm_bench_shapes();

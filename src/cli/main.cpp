@@ -110,7 +110,8 @@ int run_bench_gemm(const std::vector<std::string>& shape_texts, const std::strin
   for (const auto& r : rows)
     j.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"backend", r.backend}, {"block_m", r.block_m}, {"ran", r.kernel},
                  {"error", r.error}, {"us", r.us}, {"tflops", r.tflops}, {"peak_pct", r.peak_pct},
-                 {"weight_gbps", r.weight_gbps}, {"vs_cublaslt", r.vs_cublaslt}, {"b_copies", r.b_copies}});
+                 {"weight_gbps", r.weight_gbps}, {"vs_cublaslt", r.vs_cublaslt}, {"b_copies", r.b_copies},
+                 {"chain_us", r.chain_us}});
   std::cout << j.dump(2) << "\n";
   return 0;
 }
