@@ -126,6 +126,11 @@ std::vector<std::string> recipes_under_test() {
       "mxfp4:layout=swizzled_128x4", "mxfp4:layout=swizzled_128x4,dir=both", "nvfp4", "nvfp4:layout=swizzled_128x4",
       "nvfp4:dir=both", "nvfp4:layout=swizzled_128x4,dir=both", "nvfp4_2d",
       "nvfp4_2d:dir=both", "fp4_block_1x32", "fp4_block_1x32:dir=both",
+      // fp8_block column blocks: staged 1-byte scales and bf16 column products where the scales
+      // are UE8M0 powers of two; neither with fp32 scales or without pow2 (FastTile::byte_scales)
+      "fp4_block_1x32:dir=both,colform=same", "fp4_block_1x32:layout=packed_ue8m0,dir=both",
+      "fp4_block_1x32:dir=both,scale=float32", "fp4_block_1x32:dir=both,pow2=0,scale=float32",
+      "fp8_block_1x32:dir=both", "fp8_block_1x32:dir=both,pow2=1,scale=float8_e8m0fnu",
   };
 }
 
@@ -521,6 +526,10 @@ TEST(GpuDispatch, EachBackendValueRunsItsBackend) {
       {"mxfp8:dir=both", Backend::automatic, "cuda-aot", "fast bf16 mx e4m3fn colblocks"},
       {"mxfp8:layout=packed_ue8m0", Backend::automatic, "cuda-jit", "jit bf16 mx e4m3fn rows g=32 h=1 packed_ue8m0"},
       {"nvfp4:dir=both", Backend::automatic, "cuda-jit", "jit bf16 nvfp4 e2m1 colblocks g=16 h=16"},
+      // fp8_block column blocks (the byte-scale staging and the bf16 column products)
+      {"fp4_block_1x32:dir=both", Backend::automatic, "cuda-jit", "jit bf16 fp8_block e2m1 colblocks g=32 h=32"},
+      {"fp8_block_1x32:dir=both,pow2=1,scale=float8_e8m0fnu", Backend::automatic, "cuda-jit",
+       "jit bf16 fp8_block e4m3fn colblocks g=32 h=32"},
   };
   for (const Case& c : cases) {
     g_gpu_backend = c.backend;

@@ -869,15 +869,26 @@ struct FastTile {
     }
   }
 
+  // The schemes whose column-block scales can be 1 byte: MX (E8M0 always) and fp8_block's FP4
+  // 1 x 32 / 32 x 1 blocks (DeepSeek V4's fp4_block_1x32, UE8M0 by default; fp32 when asked, so
+  // byte_scales decides at run time). Not NVFP4: at 168 registers the staging spilled.
+  static constexpr bool kByteScaleScheme = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block;
+  // Whether the scales of layout L are stored as 1 byte each in this call (put_scale_for's rule)
+  template <num::ScaleLayout L>
+  __device__ static bool byte_scales(const TileParams& p) {
+    return C::kScheme == num::Scheme::mx || L == num::ScaleLayout::packed_ue8m0 || !p.fp32_scales;
+  }
+
   // Columnwise 1-byte scales of a transposed output: the kWR blocks of a column in this tile
   // (one per warp row) are consecutive bytes in every layout MX uses (row_major of the
-  // transposed tensor, packed_ue8m0, swizzled_128x4). (Not NVFP4: at 168 registers the staging
-  // spilled.) They meet in shared memory and go out as
+  // transposed tensor, packed_ue8m0, swizzled_128x4). They meet in shared memory and go out as
   // one 4-byte store per column instead of four 1-byte stores from four warps (measured: those
   // single-sector stores kept L2 at 84% while DRAM ran at 50% in MXFP8 row+col).
-  static constexpr bool kStageColScales = C::kShape == FastShape::colblocks && C::kWR == 4 &&
-                                          C::kScheme == num::Scheme::mx &&
+  static constexpr bool kStageColScales = C::kShape == FastShape::colblocks && C::kWR == 4 && kByteScaleScheme &&
                                           C::kColLayout != num::ScaleLayout::mn_major_tma;
+  __device__ static bool stage_col_scales(const TileParams& p) {
+    return kStageColScales && p.col_transposed && byte_scales<C::kColLayout>(p);
+  }
   __device__ static uint8_t (&col_scale_stage())[C::kTileCols][4] {
     __shared__ __align__(4) uint8_t stage[C::kTileCols][4];
     return stage;
@@ -940,11 +951,12 @@ struct FastTile {
   // packed_ue8m0 and swizzled_128x4 (the tile starts a 4-block group), so each row goes out as
   // one 2- or 4-byte store instead of one 1-byte store per block.
   static constexpr int kRowScaleBytes = C::kTileCols / C::kG;
-  static constexpr bool kStageRowScales = C::kShape == FastShape::colblocks && C::kWR == 4 &&
-                                          C::kScheme == num::Scheme::mx &&
+  static constexpr bool kStageRowScales = C::kShape == FastShape::colblocks && C::kWR == 4 && kByteScaleScheme &&
                                           C::kRowLayout != num::ScaleLayout::mn_major_tma &&
                                           (kRowScaleBytes == 2 || kRowScaleBytes == 4);
-  __device__ static bool stage_row_scales(const TileParams& p) { return kStageRowScales && p.col; }
+  __device__ static bool stage_row_scales(const TileParams& p) {
+    return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p);
+  }
   __device__ static uint8_t (&row_scale_stage())[C::kTileRows][kRowScaleBytes] {
     __shared__ __align__(4) uint8_t stage[C::kTileRows][kRowScaleBytes];
     return stage;
@@ -958,6 +970,22 @@ struct FastTile {
       const int lr = threadIdx.x + k * C::kThreads;
       if (lr >= C::kTileRows || tile_r + lr >= p.rows) break;
       store_scale_run<C::kRowLayout>(p.row_scales, p.row_geom, tile_r + lr, tile_c / C::kG, row_scale_stage()[lr]);
+    }
+  }
+
+  // The transposed form's codes of this thread's 8 columns (8 rows each) through fp32 products,
+  // column j's at staged + j * col_bytes.
+  __device__ static void stage_column_codes(const uint32_t (&w)[kR][kW], const float (&cmult)[8],
+                                            const num::ScaleRule& rule, uint8_t* staged, int col_bytes) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = element<C::kDType>(w[i], j);
+      const uint2 codes = codes8(v, cmult[j], rule);
+      uint8_t* d = staged + j * col_bytes;
+      if constexpr (kFp4) *reinterpret_cast<uint32_t*>(d) = codes.x;
+      else *reinterpret_cast<uint2*>(d) = codes;
     }
   }
 
@@ -1000,7 +1028,7 @@ struct FastTile {
       }
       if constexpr (!kPairSpread<8, C::kRL, C::kCL>) ColSpread::reduce(cm, lane);
       const int64_t kb_row = r0 - rl * kR;  // the first row of this lane's block, a multiple of kH
-      const bool staged = kStageColScales && p.col_transposed;
+      const bool staged = stage_col_scales(p);
       const int warp = threadIdx.x >> 5;
       float mine[ColSpread::kPer];
       uint32_t stored[ColSpread::kPer];
@@ -1088,38 +1116,36 @@ struct FastTile {
           for (int i = 0; i < 8; ++i) p[i] = element<2>(prod[i], j);
           *reinterpret_cast<uint2*>(staged + j * kColBytes) = encode8<kElem>(p);
         }
-      } else if constexpr (kFp4 && C::kDType == 2 && C::kScheme == num::Scheme::mx) {
-        // column j's rows 2k and 2k + 1 as a bf16 pair, one byte permute of the loaded words,
-        // times the column's power-of-two multiplier in bf16 (quantize8_e2m1_pow2_bf16's
-        // argument, per column): no widening to fp32 and back to f16
-        static_assert(kR == 8, "a column's 8 codes are one word");
+      } else if constexpr (kFp4 && C::kDType == 2 && kByteScaleScheme) {
+        // MX, and fp8_block where its scales are powers of two (the row path's rule, codes8_words)
+        if (C::kScheme == num::Scheme::mx || rule.pow2) {
+          // column j's rows 2k and 2k + 1 as a bf16 pair, one byte permute of the loaded words,
+          // times the column's power-of-two multiplier in bf16 (quantize8_e2m1_pow2_bf16's
+          // argument, per column): no widening to fp32 and back to f16
+          static_assert(kR == 8, "a column's 8 codes are one word");
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t m2 = (__float_as_uint(cmult[j]) >> 16) * 0x00010001u;
-          uint32_t pair[4], h[4];
+          for (int j = 0; j < 8; ++j) {
+            const uint32_t m2 = (__float_as_uint(cmult[j]) >> 16) * 0x00010001u;
+            uint32_t pair[4], h[4];
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            pair[k] = __byte_perm(w[2 * k][j / 2], w[2 * k + 1][j / 2], j % 2 ? 0x7632u : 0x5410u);
-            h[k] = bf16x2_mul(pair[k], m2);
+            for (int k = 0; k < 4; ++k) {
+              pair[k] = __byte_perm(w[2 * k][j / 2], w[2 * k + 1][j / 2], j % 2 ? 0x7632u : 0x5410u);
+              h[k] = bf16x2_mul(pair[k], m2);
+            }
+            *reinterpret_cast<uint32_t*>(staged + j * kColBytes) = e2m1x8_from_half2<true>(h, pair, cmult[j]);
           }
-          *reinterpret_cast<uint32_t*>(staged + j * kColBytes) = e2m1x8_from_half2<true>(h, pair, cmult[j]);
+        } else {
+          stage_column_codes(w, cmult, rule, staged, kColBytes);
         }
       } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          float v[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) v[i] = element<C::kDType>(w[i], j);
-          const uint2 codes = codes8(v, cmult[j], rule);
-          uint8_t* d = staged + j * kColBytes;
-          if constexpr (kFp4) *reinterpret_cast<uint32_t*>(d) = codes.x;
-          else *reinterpret_cast<uint2*>(d) = codes;
-        }
+        stage_column_codes(w, cmult, rule, staged, kColBytes);
       }
       __syncthreads();
-      if constexpr (kStageColScales) store_col_scales(tile_r, tile_c, p);
+      if constexpr (kStageColScales) {
+        if (stage_col_scales(p)) store_col_scales(tile_r, tile_c, p);
+      }
       if constexpr (kStageRowScales) {
-        if (p.row) store_row_scales(tile_r, tile_c, p);
+        if (p.row && stage_row_scales(p)) store_row_scales(tile_r, tile_c, p);
       }
       const bool aligned = p.rows % (16 * kPer) == 0;
       // An interior tile (every tile but the right and bottom edges): each thread's piece is
@@ -1174,7 +1200,7 @@ struct FastTile {
         store_codes(out + i * pitch, codes, i < n);
       }
       if constexpr (kStageRowScales) {
-        if (p.row) {  // the same-shape form has no barrier of its own: two for the staged scales
+        if (p.row && stage_row_scales(p)) {  // the same-shape form has no barrier of its own: two for the staged scales
           const int warp = threadIdx.x >> 5;
           __syncthreads();
           store_row_scales(r0 - int((warp / C::kWC) * C::kRL + rl) * kR,
