@@ -131,6 +131,9 @@ std::vector<std::string> recipes_under_test() {
       "fp4_block_1x32:dir=both,colform=same", "fp4_block_1x32:layout=packed_ue8m0,dir=both",
       "fp4_block_1x32:dir=both,scale=float32", "fp4_block_1x32:dir=both,pow2=0,scale=float32",
       "fp8_block_1x32:dir=both", "fp8_block_1x32:dir=both,pow2=1,scale=float8_e8m0fnu",
+      // NVFP4's staged scales in the same-shape form too (8-byte row runs; two 4-block groups
+      // in swizzled_128x4)
+      "nvfp4:dir=both,colform=same", "nvfp4:layout=swizzled_128x4,dir=both,colform=same",
   };
 }
 

@@ -869,10 +869,15 @@ struct FastTile {
     }
   }
 
-  // The schemes whose column-block scales can be 1 byte: MX (E8M0 always) and fp8_block's FP4
-  // 1 x 32 / 32 x 1 blocks (DeepSeek V4's fp4_block_1x32, UE8M0 by default; fp32 when asked, so
-  // byte_scales decides at run time). Not NVFP4: at 168 registers the staging spilled.
-  static constexpr bool kByteScaleScheme = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block;
+  // The schemes whose column-block scales can be 1 byte: MX (E8M0 always), NVFP4 (E4M3 always; from
+  // 16-bit input: from fp32, at 168 registers, the staging spilled) and fp8_block's FP4 1 x 32 /
+  // 32 x 1 blocks (DeepSeek V4's fp4_block_1x32, UE8M0 by default; fp32 when asked, so
+  // byte_scales decides at run time).
+  static constexpr bool kByteScaleScheme = C::kScheme == num::Scheme::mx ||
+                                           (C::kScheme == num::Scheme::nvfp4 && C::kDType != 0) ||
+                                           C::kScheme == num::Scheme::fp8_block;
+  // ... and those whose multipliers can be powers of two (MX always, fp8_block with pow2)
+  static constexpr bool kPow2Scheme = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block;
   // Whether the scales of layout L are stored as 1 byte each in this call (put_scale_for's rule)
   template <num::ScaleLayout L>
   __device__ static bool byte_scales(const TileParams& p) {
@@ -898,8 +903,17 @@ struct FastTile {
   template <num::ScaleLayout L, int kN>
   __device__ static void store_scale_run(void* scales, const num::ScaleGeometry& g, int64_t i, int64_t kb0,
                                          const uint8_t (&staged)[kN]) {
-    using Word = typename Pick<kN == 4, uint32_t, uint16_t>::type;
-    static_assert(kN == 2 || kN == 4, "2- or 4-byte runs");
+    static_assert(kN == 2 || kN == 4 || kN == 8, "2-, 4- or 8-byte runs");
+    if constexpr (kN == 8 && L != num::ScaleLayout::row_major) {
+      // NVFP4's 8 blocks of a 128-column tile row: two 4-block groups (swizzled_128x4 keeps 4
+      // consecutive blocks together, the next 4 one atom further on)
+      const uint8_t(&lo)[4] = *reinterpret_cast<const uint8_t(*)[4]>(&staged[0]);
+      const uint8_t(&hi)[4] = *reinterpret_cast<const uint8_t(*)[4]>(&staged[4]);
+      store_scale_run<L, 4>(scales, g, i, kb0, lo);
+      if (kb0 + 4 < g.kb) store_scale_run<L, 4>(scales, g, i, kb0 + 4, hi);
+      return;
+    }
+    using Word = typename Pick<kN == 8, uint2, typename Pick<kN == 4, uint32_t, uint16_t>::type>::type;
     auto* out = static_cast<uint8_t*>(scales);
     const int64_t at = num::scale_offset_for<L>(g, i, kb0);
     if (kb0 + kN <= g.kb && at % kN == 0) {
@@ -953,12 +967,12 @@ struct FastTile {
   static constexpr int kRowScaleBytes = C::kTileCols / C::kG;
   static constexpr bool kStageRowScales = C::kShape == FastShape::colblocks && C::kWR == 4 && kByteScaleScheme &&
                                           C::kRowLayout != num::ScaleLayout::mn_major_tma &&
-                                          (kRowScaleBytes == 2 || kRowScaleBytes == 4);
+                                          (kRowScaleBytes == 2 || kRowScaleBytes == 4 || kRowScaleBytes == 8);
   __device__ static bool stage_row_scales(const TileParams& p) {
     return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p);
   }
   __device__ static uint8_t (&row_scale_stage())[C::kTileRows][kRowScaleBytes] {
-    __shared__ __align__(4) uint8_t stage[C::kTileRows][kRowScaleBytes];
+    __shared__ __align__(8) uint8_t stage[C::kTileRows][kRowScaleBytes];
     return stage;
   }
   __device__ static void store_row_scales(int64_t tile_r, int64_t tile_c, const TileParams& p) {
@@ -1116,7 +1130,7 @@ struct FastTile {
           for (int i = 0; i < 8; ++i) p[i] = element<2>(prod[i], j);
           *reinterpret_cast<uint2*>(staged + j * kColBytes) = encode8<kElem>(p);
         }
-      } else if constexpr (kFp4 && C::kDType == 2 && kByteScaleScheme) {
+      } else if constexpr (kFp4 && C::kDType == 2 && kPow2Scheme) {
         // MX, and fp8_block where its scales are powers of two (the row path's rule, codes8_words)
         if (C::kScheme == num::Scheme::mx || rule.pow2) {
           // column j's rows 2k and 2k + 1 as a bf16 pair, one byte permute of the loaded words,
@@ -1192,12 +1206,36 @@ struct FastTile {
       const int n = live_rows<kR>(r0, c0, p);
       uint8_t* out = p.col_data + code_offset<kFp4>(r0, c0, p.cols);
       const int64_t pitch = code_offset<kFp4>(1, 0, p.cols);
+      bool done = false;
+      if constexpr (kFp4 && C::kDType == 2 && kPow2Scheme) {
+        if (C::kScheme == num::Scheme::mx || rule.pow2) {
+          // FP4 from bf16 with power-of-two multipliers, as the rows (quantize8_e2m1_pow2_bf16)
+          // but one multiplier per column: value 2k of a row times the bf16 pair m2[k] (columns
+          // 2k, 2k + 1), exact in bf16; a NaN column (block) gets codes 0, quantize8_each's rule
+          uint32_t m2[4], nan_codes = 0;
 #pragma unroll
-      for (int i = 0; i < kR; ++i) {
-        float v[8];
-        elements<C::kDType>(w[i], v);
-        const uint2 codes = quantize8_each<kElem>(v, cmult);
-        store_codes(out + i * pitch, codes, i < n);
+          for (int k = 0; k < 4; ++k)
+            m2[k] = __byte_perm(__float_as_uint(cmult[2 * k]), __float_as_uint(cmult[2 * k + 1]), 0x7632u);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) nan_codes |= num::is_nan(cmult[j]) ? 0xfu << (4 * j) : 0u;
+#pragma unroll
+          for (int i = 0; i < kR; ++i) {
+            uint32_t h[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) h[k] = bf16x2_mul(w[i][k], m2[k]);
+            store_codes(out + i * pitch, {e2m1x8_from_half2<true>(h, w[i]) & ~nan_codes, 0u}, i < n);
+          }
+          done = true;
+        }
+      }
+      if (!done) {
+#pragma unroll
+        for (int i = 0; i < kR; ++i) {
+          float v[8];
+          elements<C::kDType>(w[i], v);
+          const uint2 codes = quantize8_each<kElem>(v, cmult);
+          store_codes(out + i * pitch, codes, i < n);
+        }
       }
       if constexpr (kStageRowScales) {
         if (p.row && stage_row_scales(p)) {  // the same-shape form has no barrier of its own: two for the staged scales
