@@ -876,6 +876,12 @@ struct FastTile {
   static constexpr bool kByteScaleScheme = C::kScheme == num::Scheme::mx ||
                                            (C::kScheme == num::Scheme::nvfp4 && C::kDType != 0) ||
                                            C::kScheme == num::Scheme::fp8_block;
+  // NVFP4 stages only row_major scales of the transposed form. Measured (H100, bench/RESULTS.md
+  // session 35, call 3, same process): row_major transposed 0.62 / 0.60 -> 0.76 / 0.74 of copy;
+  // swizzled_128x4 (two 4-block groups per 8-block row run) 0.80 / 0.82 -> 0.77 / 0.80, and the
+  // same-shape form (its two extra barriers) 0.84 / 0.86 -> 0.77 / 0.80: slower, so not there.
+  template <num::ScaleLayout L>
+  static constexpr bool kStagedLayout = C::kScheme != num::Scheme::nvfp4 || L == num::ScaleLayout::row_major;
   // ... and those whose multipliers can be powers of two (MX always, fp8_block with pow2)
   static constexpr bool kPow2Scheme = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block;
   // Whether the scales of layout L are stored as 1 byte each in this call (put_scale_for's rule)
@@ -890,6 +896,7 @@ struct FastTile {
   // one 4-byte store per column instead of four 1-byte stores from four warps (measured: those
   // single-sector stores kept L2 at 84% while DRAM ran at 50% in MXFP8 row+col).
   static constexpr bool kStageColScales = C::kShape == FastShape::colblocks && C::kWR == 4 && kByteScaleScheme &&
+                                          kStagedLayout<C::kColLayout> &&
                                           C::kColLayout != num::ScaleLayout::mn_major_tma;
   __device__ static bool stage_col_scales(const TileParams& p) {
     return kStageColScales && p.col_transposed && byte_scales<C::kColLayout>(p);
@@ -904,15 +911,8 @@ struct FastTile {
   __device__ static void store_scale_run(void* scales, const num::ScaleGeometry& g, int64_t i, int64_t kb0,
                                          const uint8_t (&staged)[kN]) {
     static_assert(kN == 2 || kN == 4 || kN == 8, "2-, 4- or 8-byte runs");
-    if constexpr (kN == 8 && L != num::ScaleLayout::row_major) {
-      // NVFP4's 8 blocks of a 128-column tile row: two 4-block groups (swizzled_128x4 keeps 4
-      // consecutive blocks together, the next 4 one atom further on)
-      const uint8_t(&lo)[4] = *reinterpret_cast<const uint8_t(*)[4]>(&staged[0]);
-      const uint8_t(&hi)[4] = *reinterpret_cast<const uint8_t(*)[4]>(&staged[4]);
-      store_scale_run<L, 4>(scales, g, i, kb0, lo);
-      if (kb0 + 4 < g.kb) store_scale_run<L, 4>(scales, g, i, kb0 + 4, hi);
-      return;
-    }
+    // 8 blocks (NVFP4's 1 x 16 across a 128-column tile) are consecutive in row_major only
+    static_assert(kN != 8 || L == num::ScaleLayout::row_major, "8-byte runs in row_major");
     using Word = typename Pick<kN == 8, uint2, typename Pick<kN == 4, uint32_t, uint16_t>::type>::type;
     auto* out = static_cast<uint8_t*>(scales);
     const int64_t at = num::scale_offset_for<L>(g, i, kb0);
@@ -966,10 +966,12 @@ struct FastTile {
   // one 2- or 4-byte store instead of one 1-byte store per block.
   static constexpr int kRowScaleBytes = C::kTileCols / C::kG;
   static constexpr bool kStageRowScales = C::kShape == FastShape::colblocks && C::kWR == 4 && kByteScaleScheme &&
+                                          kStagedLayout<C::kRowLayout> &&
                                           C::kRowLayout != num::ScaleLayout::mn_major_tma &&
                                           (kRowScaleBytes == 2 || kRowScaleBytes == 4 || kRowScaleBytes == 8);
   __device__ static bool stage_row_scales(const TileParams& p) {
-    return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p);
+    return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p) &&
+           (C::kScheme != num::Scheme::nvfp4 || p.col_transposed);
   }
   __device__ static uint8_t (&row_scale_stage())[C::kTileRows][kRowScaleBytes] {
     __shared__ __align__(8) uint8_t stage[C::kTileRows][kRowScaleBytes];
