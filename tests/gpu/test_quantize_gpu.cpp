@@ -295,6 +295,45 @@ TEST(GpuQuantize, BitExactEveryFp4Input) {
   }
 }
 
+// Scale buffers with only the 4-byte alignment the fast kernels ask of them: the row+col kernels
+// store staged scale runs of up to 8 bytes (NVFP4's 8 blocks across a 128-column tile) only where
+// the address allows, so an 8-byte aligned offset from a base 4 bytes past an 8-byte boundary
+// must not fault (cudaErrorMisalignedAddress) and must give the reference's scales.
+TEST(GpuQuantize, ScaleRunsAtFourByteAlignedBuffers) {
+  REQUIRE_GPU();
+  const Shape s{128, 512};  // 32 blocks of 16 per row: every tile row's run at an offset % 8 == 0
+  for (const char* r : {"nvfp4:dir=both", "mxfp4:dir=both", "fp4_block_1x32:dir=both", "mxfp8:dir=both"}) {
+    const Recipe recipe = Recipe::parse(r);
+    // bf16: the input the staging kernels take (NVFP4 from fp32 stores its scales directly)
+    std::vector<uint8_t> bytes = to_dtype(make_values(s.rows, s.cols, Values::normal_outliers, 5), DType::bfloat16);
+    DeviceBuffer xg(kGpu, int64_t(bytes.size()));
+    xg.upload(bytes.data());
+    QuantizedBuffers qg(recipe, s.rows, s.cols, kGpu), qc(recipe, s.rows, s.cols, kCpu);
+    // the GPU's scales 4 bytes into a larger allocation (cudaMalloc's base is 256-byte aligned)
+    const int64_t sb = qg.scales().bytes(), csb = qg.col_scales().bytes();
+    DeviceBuffer rows4(kGpu, sb + 8), cols4(kGpu, csb + 8);
+    rows4.fill(0xcd);
+    cols4.fill(0xcd);
+    QuantizedTensor out = qg.view();
+    out.scales = Buffer{static_cast<uint8_t*>(rows4.data()) + 4, sb};
+    out.col_scales = Buffer{static_cast<uint8_t*>(cols4.data()) + 4, csb};
+    quantize(TensorView::matrix(xg.data(), DType::bfloat16, s.rows, s.cols, -1, kGpu), out);
+    const DispatchInfo ran = last_dispatch();
+    EXPECT_NE(ran.kernel.find("colblocks"), std::string::npos) << r << ": ran " << ran.kernel;
+    QuantizeOptions oc;
+    oc.backend = Backend::cpu;
+    quantize(TensorView::matrix(bytes.data(), DType::bfloat16, s.rows, s.cols, -1), qc.view(), oc);
+    runtime::device_synchronize(kGpu);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess) << r;
+    std::vector<uint8_t> g4 = fetch(rows4), c4 = fetch(cols4);
+    const std::vector<uint8_t> gs(g4.begin() + 4, g4.begin() + 4 + sb), gcs(c4.begin() + 4, c4.begin() + 4 + csb);
+    EXPECT_EQ(first_mismatch(gs, fetch(qc.scales())), "") << r << ": row scales";
+    EXPECT_EQ(first_mismatch(gcs, fetch(qc.col_scales())), "") << r << ": column scales";
+    EXPECT_EQ(first_mismatch(fetch(qg.data()), fetch(qc.data())), "") << r << ": data";
+    EXPECT_EQ(first_mismatch(fetch(qg.col_data()), fetch(qc.col_data())), "") << r << ": column data";
+  }
+}
+
 TEST(GpuQuantize, BitExactStridedRows) {
   REQUIRE_GPU();
   uint64_t seed = 2000;

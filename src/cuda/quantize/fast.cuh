@@ -906,7 +906,9 @@ struct FastTile {
     return stage;
   }
   // Staged 1-byte scales of blocks (i, kb0 .. kb0 + kN - 1), consecutive in layout L: one kN-byte
-  // store where it is aligned and within the matrix, else one byte each.
+  // store where its address is aligned and the run is within the matrix, else one byte each. The
+  // address, not the offset: the launcher asks only 4-byte alignment of the scales, so an 8-byte
+  // run (NVFP4) at an offset that is a multiple of 8 can still be misaligned.
   template <num::ScaleLayout L, int kN>
   __device__ static void store_scale_run(void* scales, const num::ScaleGeometry& g, int64_t i, int64_t kb0,
                                          const uint8_t (&staged)[kN]) {
@@ -916,7 +918,7 @@ struct FastTile {
     using Word = typename Pick<kN == 8, uint2, typename Pick<kN == 4, uint32_t, uint16_t>::type>::type;
     auto* out = static_cast<uint8_t*>(scales);
     const int64_t at = num::scale_offset_for<L>(g, i, kb0);
-    if (kb0 + kN <= g.kb && at % kN == 0) {
+    if (kb0 + kN <= g.kb && reinterpret_cast<unsigned long long>(out + at) % kN == 0) {
       *reinterpret_cast<Word*>(out + at) = *reinterpret_cast<const Word*>(staged);
     } else {
       for (int k = 0; k < kN && kb0 + k < g.kb; ++k) out[num::scale_offset_for<L>(g, i, kb0 + k)] = staged[k];
@@ -968,7 +970,8 @@ struct FastTile {
   static constexpr bool kStageRowScales = C::kShape == FastShape::colblocks && C::kWR == 4 && kByteScaleScheme &&
                                           kStagedLayout<C::kRowLayout> &&
                                           C::kRowLayout != num::ScaleLayout::mn_major_tma &&
-                                          (kRowScaleBytes == 2 || kRowScaleBytes == 4 || kRowScaleBytes == 8);
+                                          (kRowScaleBytes == 2 || kRowScaleBytes == 4 ||
+                                           (kRowScaleBytes == 8 && C::kRowLayout == num::ScaleLayout::row_major));
   __device__ static bool stage_row_scales(const TileParams& p) {
     return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p) &&
            (C::kScheme != num::Scheme::nvfp4 || p.col_transposed);
