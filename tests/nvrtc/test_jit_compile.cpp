@@ -183,6 +183,32 @@ TEST(JitCompile, Fp4ColumnBlockKernelsDoNotSpill) {
   }
 }
 
+// The column-block kernels that stage their 1-byte scales in shared memory (fast.cuh
+// kByteScaleScheme) spill nothing from bf16 input: fp8_block's FP8 and FP4 1 x 32, plain and
+// fused (staged, FP8's dgelu+dbias spilled 125 instructions' worth, so fused fp8_block kernels do
+// not stage; FP4's dgelu+dbias spilled before any staging: the known gap of the fused 8-row
+// shapes), and NVFP4's row_major one.
+TEST(JitCompile, StagedColumnBlockKernelsDoNotSpill) {
+  using A = num::Activation;
+  using L = num::ScaleLayout;
+  using E = num::ElemFormat;
+  const int dgelu_dbias = cuda::fuse_bits(int(A::gelu), true, true), swiglu = cuda::fuse_bits(int(A::swiglu), false, false),
+            gelu = cuda::fuse_bits(int(A::gelu), false, false);
+  std::vector<cuda::FastKey> keys;
+  for (auto [e, f] : {std::pair{E::e4m3fn, 0}, {E::e4m3fn, dgelu_dbias}, {E::e4m3fn, swiglu}, {E::e2m1, 0},
+                      {E::e2m1, swiglu}, {E::e2m1, gelu}})
+    keys.push_back({2, num::Scheme::fp8_block, e, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, f});
+  keys.push_back({2, num::Scheme::nvfp4, num::ElemFormat::e2m1, cuda::FastShape::colblocks, 16, 16, L::row_major,
+                  L::row_major});
+  for (const auto& k : keys) ASSERT_TRUE(cuda::fast_key_valid(k)) << key_text(k);
+  std::vector<std::string> logs;
+  expect_all_compile(keys, "staged column-block configurations", &logs);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_NE(logs[i].find("Used "), std::string::npos) << "no ptxas report for " << key_text(keys[i]);
+    EXPECT_EQ(spill_store_bytes(logs[i]), 0) << key_text(keys[i]) << "\n" << logs[i];
+  }
+}
+
 // The fused rows kernels keep their tiles in registers: ptxas spills none of them to local
 // memory (in session 15, 9 of 42 did, 44-164 bytes, until the geometry gave two-input and
 // dbias-only kernels half tiles; mxfp8 + dbias went from 0.74 to 0.92-0.97 of copy bandwidth).

@@ -869,13 +869,14 @@ struct FastTile {
     }
   }
 
-  // The schemes whose column-block scales can be 1 byte: MX (E8M0 always), NVFP4 (E4M3 always; from
-  // 16-bit input: from fp32, at 168 registers, the staging spilled) and fp8_block's FP4 1 x 32 /
-  // 32 x 1 blocks (DeepSeek V4's fp4_block_1x32, UE8M0 by default; fp32 when asked, so
-  // byte_scales decides at run time).
+  // The schemes whose column-block scales can be 1 byte and are staged: MX (E8M0 always), NVFP4
+  // (E4M3 always; from 16-bit input: from fp32, at 168 registers, the staging spilled) and
+  // fp8_block's 1 x 32 / 32 x 1 blocks where UE8M0 (DeepSeek V4's fp4_block_1x32 by default; fp32
+  // when asked, so byte_scales decides at run time), not fused (staged, the bf16 dgelu+dbias
+  // kernel of FP8 1 x 32 spilled 125 instructions' worth, none without).
   static constexpr bool kByteScaleScheme = C::kScheme == num::Scheme::mx ||
                                            (C::kScheme == num::Scheme::nvfp4 && C::kDType != 0) ||
-                                           C::kScheme == num::Scheme::fp8_block;
+                                           (C::kScheme == num::Scheme::fp8_block && !C::kFused);
   // NVFP4 stages only row_major scales of the transposed form. Measured (H100, bench/RESULTS.md
   // session 35, call 3, same process): row_major transposed 0.62 / 0.60 -> 0.76 / 0.74 of copy;
   // swizzled_128x4 (two 4-block groups per 8-block row run) 0.80 / 0.82 -> 0.77 / 0.80, and the
