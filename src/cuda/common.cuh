@@ -279,6 +279,11 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
 }
 // A power-of-two (or NaN) fp32 multiplier as a bf16 pair: its high half twice (exact).
 __device__ __forceinline__ uint32_t bf16_pair(float m) { return __byte_perm(__float_as_uint(m), 0u, 0x3232u); }
+// Two such multipliers as one bf16 pair: lo's high half in the low half, hi's in the high half (the
+// multipliers of values 2k and 2k + 1 of a loaded word).
+__device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
+  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632u);
+}
 
 // The same for 8 bf16 values (4 words as loaded) without widening to fp32: x * m is exact in
 // bf16 (it has fp32's exponent range and subnormals; m is 2^k, itself exact in bf16). Equal to
@@ -325,6 +330,15 @@ __device__ __forceinline__ uint2 quantize8(const float (&v)[8], float m) {
   return out;
 }
 
+// The nibbles of 8 E2M1 codes (nibble i = element i) whose multiplier m[i] is NaN (a NaN block):
+// E2M1 has no NaN, so those codes are cleared to 0.
+__device__ __forceinline__ uint32_t e2m1_nan_nibbles(const float (&m)[8]) {
+  uint32_t mask = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) mask |= num::is_nan(m[i]) ? 0xfu << (4 * i) : 0u;
+  return mask;
+}
+
 // The same with one multiplier per element (columnwise blocks in the input's orientation).
 template <num::ElemFormat kElem>
 __device__ __forceinline__ uint2 quantize8_each(const float (&v)[8], const float (&m)[8]) {
@@ -332,11 +346,7 @@ __device__ __forceinline__ uint2 quantize8_each(const float (&v)[8], const float
 #pragma unroll
   for (int i = 0; i < 8; ++i) p[i] = num::mul_rn(v[i], m[i]);
   uint2 out = encode8<kElem>(p);
-  if constexpr (kElem == num::ElemFormat::e2m1) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      if (num::is_nan(m[i])) out.x &= ~(0xfu << (4 * i));
-  }
+  if constexpr (kElem == num::ElemFormat::e2m1) out.x &= ~e2m1_nan_nibbles(m);
   return out;
 }
 

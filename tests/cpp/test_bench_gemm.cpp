@@ -34,4 +34,22 @@ TEST(BenchGemm, WeightCopiesHoldTwiceTheL2WithTheFewestCopies) {
   EXPECT_EQ(mxq::cli::weight_copies(rb, 128, 128), mxq::cli::kMaxWeightCopies);  // 16 KB: capped
 }
 
+// The table's q+gemm column: a row's decode-step time where it was measured (M <= kChainMaxM),
+// "-" where not.
+TEST(BenchGemm, TableShowsTheDecodeStepWhereMeasured) {
+  using mxq::cli::GemmBenchRow;
+  GemmBenchRow decode{1, 2112, 7168, "cuda-aot", "swap-AB decode", "", 0, 9, 9.4, 3.2, 0.2, 1603, 0, 11.4};
+  GemmBenchRow large{4096, 2112, 7168, "cuda-aot", "wgmma 128x128", "", 0, 9, 124.3, 997.6, 50.4, 122, 0, 0};
+  const std::string t = mxq::cli::gemm_bench_table({decode, large}, mxq::GemmKind::d1d2);
+  EXPECT_NE(t.find("q+gemm us"), std::string::npos) << t;
+  const auto line = [&](const std::string& shape) {
+    const size_t at = t.find(shape);
+    return at == std::string::npos ? std::string() : t.substr(at, t.find('\n', at) - at);
+  };
+  const std::string d = line("1x2112x7168"), l = line("4096x2112x7168");
+  EXPECT_EQ(d.substr(d.size() - 4), "11.4") << d;
+  EXPECT_EQ(l.back(), '-') << l;
+  EXPECT_LE(mxq::cli::kChainMaxM, 128);
+}
+
 }  // namespace

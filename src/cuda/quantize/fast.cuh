@@ -1083,8 +1083,7 @@ struct FastTile {
         float mine2[P::kPer];
 #pragma unroll
         for (int u = 0; u < P::kPer; ++u)
-          mine2[u] = __uint_as_float(
-              __byte_perm(__float_as_uint(mine[2 * u]), __float_as_uint(mine[2 * u + 1]), 0x7632u));
+          mine2[u] = __uint_as_float(bf16_pair(mine[2 * u], mine[2 * u + 1]));
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           cpair[k] = __float_as_uint(P::fetch(mine2, k, lane));
@@ -1123,8 +1122,7 @@ struct FastTile {
         uint32_t m2[4], prod[kR][4];
 #pragma unroll
         for (int k = 0; k < 4; ++k)
-          m2[k] = kColPairs ? cpair[k]
-                            : __byte_perm(__float_as_uint(cmult[2 * k]), __float_as_uint(cmult[2 * k + 1]), 0x7632u);
+          m2[k] = kColPairs ? cpair[k] : bf16_pair(cmult[2 * k], cmult[2 * k + 1]);
 #pragma unroll
         for (int i = 0; i < kR; ++i)
 #pragma unroll
@@ -1218,12 +1216,10 @@ struct FastTile {
           // FP4 from bf16 with power-of-two multipliers, as the rows (quantize8_e2m1_pow2_bf16)
           // but one multiplier per column: value 2k of a row times the bf16 pair m2[k] (columns
           // 2k, 2k + 1), exact in bf16; a NaN column (block) gets codes 0, quantize8_each's rule
-          uint32_t m2[4], nan_codes = 0;
+          uint32_t m2[4];
 #pragma unroll
-          for (int k = 0; k < 4; ++k)
-            m2[k] = __byte_perm(__float_as_uint(cmult[2 * k]), __float_as_uint(cmult[2 * k + 1]), 0x7632u);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) nan_codes |= num::is_nan(cmult[j]) ? 0xfu << (4 * j) : 0u;
+          for (int k = 0; k < 4; ++k) m2[k] = bf16_pair(cmult[2 * k], cmult[2 * k + 1]);
+          const uint32_t nan_codes = e2m1_nan_nibbles(cmult);
 #pragma unroll
           for (int i = 0; i < kR; ++i) {
             uint32_t h[4];
