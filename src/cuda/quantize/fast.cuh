@@ -25,9 +25,10 @@
 namespace mxq::cuda {
 
 template <int kDType_, num::ElemFormat kElem_, num::Scheme kScheme_, FastShape kShape_, int kG_, int kH_,
-          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_, int kFuse_ = 0>
+          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_, int kFuse_ = 0, bool kColSame_ = false>
 struct FastConfig {
-  static constexpr FastKey kKey{kDType_, kScheme_, kElem_, kShape_, kG_, kH_, kRowLayout_, kColLayout_, kFuse_};
+  static constexpr FastKey kKey{kDType_, kScheme_, kElem_, kShape_, kG_, kH_, kRowLayout_, kColLayout_, kFuse_, kColSame_};
+  static constexpr bool kColSame = kColSame_;  // FastKey::col_same: the same-shape NVFP4 kernel
   static constexpr FastGeometry kGeo = fast_geometry(kKey);
   static_assert(fast_key_valid(kKey), "not a specialisation the kernel supports");
   // Fused epilogue (FastKey::fuse): the input dtype is kInDType; the tile holds y = f(x) as fp32.
@@ -877,12 +878,15 @@ struct FastTile {
   static constexpr bool kByteScaleScheme = C::kScheme == num::Scheme::mx ||
                                            (C::kScheme == num::Scheme::nvfp4 && C::kDType != 0) ||
                                            (C::kScheme == num::Scheme::fp8_block && !C::kFused);
-  // NVFP4 stages only row_major scales of the transposed form. Measured (H100, bench/RESULTS.md
-  // session 35, call 3, same process): row_major transposed 0.62 / 0.60 -> 0.76 / 0.74 of copy;
-  // swizzled_128x4 (two 4-block groups per 8-block row run) 0.80 / 0.82 -> 0.77 / 0.80, and the
-  // same-shape form (its two extra barriers) 0.84 / 0.86 -> 0.77 / 0.80: slower, so not there.
+  // NVFP4 stages only row_major scales, in its transposed kernel (FastKey::col_same false).
+  // Measured (H100, bench/RESULTS.md session 35, call 3, same process): row_major transposed 0.62
+  // / 0.60 -> 0.76 / 0.74 of copy; swizzled_128x4 (two 4-block groups per 8-block row run) 0.80 /
+  // 0.82 -> 0.77 / 0.80, and the same-shape form 0.84 / 0.86 -> 0.77 / 0.80: slower. The
+  // same-shape form stayed slower unstaged as long as one kernel served both forms (call 4), hence
+  // its own kernel without the staging.
   template <num::ScaleLayout L>
-  static constexpr bool kStagedLayout = C::kScheme != num::Scheme::nvfp4 || L == num::ScaleLayout::row_major;
+  static constexpr bool kStagedLayout =
+      C::kScheme != num::Scheme::nvfp4 || (L == num::ScaleLayout::row_major && !C::kColSame);
   // ... and those whose multipliers can be powers of two (MX always, fp8_block with pow2)
   static constexpr bool kPow2Scheme = C::kScheme == num::Scheme::mx || C::kScheme == num::Scheme::fp8_block;
   // Whether the scales of layout L are stored as 1 byte each in this call (put_scale_for's rule)
@@ -974,8 +978,7 @@ struct FastTile {
                                           (kRowScaleBytes == 2 || kRowScaleBytes == 4 ||
                                            (kRowScaleBytes == 8 && C::kRowLayout == num::ScaleLayout::row_major));
   __device__ static bool stage_row_scales(const TileParams& p) {
-    return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p) &&
-           (C::kScheme != num::Scheme::nvfp4 || p.col_transposed);
+    return kStageRowScales && p.col && byte_scales<C::kRowLayout>(p);
   }
   __device__ static uint8_t (&row_scale_stage())[C::kTileRows][kRowScaleBytes] {
     __shared__ __align__(8) uint8_t stage[C::kTileRows][kRowScaleBytes];

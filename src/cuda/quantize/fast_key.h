@@ -20,8 +20,15 @@ struct FastKey {
   int g, h;  // rowwise block width (8: per-tensor, no reduction) and column / 2-D block height
   num::ScaleLayout row_layout, col_layout;
   int fuse = 0;  // fused epilogue: fuse_bits(activation, dact, dbias); 0 for a plain quantize
+  // NVFP4 column blocks only (keys_column_form): the kernel for same-shape columnwise output, not
+  // transposed. The transposed kernel stages its scales (fast.cuh kStagedLayout); compiled into one
+  // kernel with it, the same-shape form measured 8% slower (bench/NOTES.md v20).
+  bool col_same = false;
   bool operator==(const FastKey&) const = default;
 };
+// Whether the column form (transposed or same-shape) is part of a column-block key: NVFP4 only,
+// so that every other recipe keeps one kernel (and its AOT entry) for both forms.
+constexpr bool keys_column_form(num::Scheme s) { return s == num::Scheme::nvfp4; }
 
 // FastKey::fuse: the activation (num::Activation, 4 bits), then dact and dbias flags. A fused
 // kernel computes y = f(input) in fp32 as it loads (numerics/activations.h, the CPU reference's
@@ -117,6 +124,7 @@ constexpr bool fast_key_valid(const FastKey& k) {
   if ((k.scheme == num::Scheme::nvfp4) != (k.elem == num::ElemFormat::e2m1) && k.scheme != num::Scheme::mx &&
       k.scheme != num::Scheme::fp8_block)
     return false;  // fp8_tensor is FP8 only, NVFP4 is E2M1 only
+  if (k.col_same && (k.shape != FastShape::colblocks || !keys_column_form(k.scheme))) return false;
   switch (k.shape) {
     case FastShape::rows: return k.h == 1;
     case FastShape::colblocks: return (k.h == 32 && k.g <= 64) || (k.h == 16 && k.g <= 128);

@@ -41,6 +41,7 @@ inline std::optional<FastKey> fast_key_for(const Recipe& rc, DType dtype, std::s
     if (col) {
       k.shape = FastShape::colblocks;
       k.h = rc.block_cols;
+      k.col_same = keys_column_form(rc.scheme) && rc.column_form == ColumnForm::same_shape;
     }
   }
   if (!fast_key_valid(k)) {

@@ -56,7 +56,7 @@ std::string key_text(const cuda::FastKey& k) {
   }
   return std::string(dtype_text(k.dtype)) + " " + scheme_name(k.scheme) + " " + elem_text(k.elem) + " " +
          shape_text(k.shape) + " g=" + std::to_string(k.g) + " h=" + std::to_string(k.h) + " " +
-         layout_name(k.row_layout) + "/" + layout_name(k.col_layout) + fused;
+         layout_name(k.row_layout) + "/" + layout_name(k.col_layout) + fused + (k.col_same ? " colform=same" : "");
 }
 
 std::string kernel_name(const cuda::FastKey& k) {
@@ -65,7 +65,7 @@ std::string kernel_name(const cuda::FastKey& k) {
          std::to_string(int(k.scheme)) + "), mxq::cuda::FastShape(" + std::to_string(int(k.shape)) + "), " +
          std::to_string(k.g) + ", " + std::to_string(k.h) + ", mxq::num::ScaleLayout(" +
          std::to_string(int(k.row_layout)) + "), mxq::num::ScaleLayout(" + std::to_string(int(k.col_layout)) +
-         "), " + std::to_string(k.fuse) + ">>";
+         "), " + std::to_string(k.fuse) + (k.col_same ? ", true" : "") + ">>";  // col_same named where set
 }
 
 std::string kernel_source(const cuda::FastKey& k) {
@@ -266,6 +266,7 @@ uint64_t pack_key(const cuda::FastKey& k, int arch, int device) {
   put(uint64_t(k.col_layout), 2);
   put(uint64_t(k.fuse), 6);
   static_assert((cuda::kFuseActMask | cuda::kFuseDact | cuda::kFuseDbias) < 64, "fuse takes 6 bits");
+  put(uint64_t(k.col_same), 1);
   put(uint64_t(arch), 12);
   put(uint64_t(device), 16);
   static_assert(kLog2Max < 8, "g and h take 3 bits");
@@ -289,7 +290,7 @@ std::vector<cuda::FastKey> all_keys() {
   for (const std::string& preset : names)
     for (const char* dir : {"row", "col", "both"})
       for (const char* layout : {"row_major", "mn_major_tma", "packed_ue8m0", "swizzled_128x4"})
-        for (const char* extra : {"", ",pow2=1,scale=float8_e8m0fnu", ",elem=float8_e5m2"}) {
+        for (const char* extra : {"", ",pow2=1,scale=float8_e8m0fnu", ",elem=float8_e5m2", ",colform=same"}) {
           Recipe r;
           try {
             // row_major is every preset's default, and fp8_tensor refuses the option even so
