@@ -56,6 +56,28 @@ TEST(JitCompile, KeysCoverThePresets) {
   EXPECT_GE(found, 30);
 }
 
+// The column form is part of NVFP4's column-block key only (FastKey::col_same): its same-shape
+// kernel is compiled without the transposed kernel's scale staging; every other recipe keeps one
+// kernel for both forms (MXFP8's AOT entry among them).
+TEST(JitCompile, ColumnFormKeysNvfp4Only) {
+  std::string why;
+  const auto key = [&](const char* r) { return *cuda::fast_key_for(Recipe::parse(r), DType::bfloat16, why); };
+  EXPECT_TRUE(key("nvfp4:dir=both,colform=same").col_same);
+  EXPECT_FALSE(key("nvfp4:dir=both").col_same);
+  EXPECT_FALSE(key("nvfp4:dir=both,colform=same") == key("nvfp4:dir=both"));
+  EXPECT_NE(key_text(key("nvfp4:dir=both,colform=same")), key_text(key("nvfp4:dir=both")));
+  EXPECT_NE(kernel_source(key("nvfp4:dir=both,colform=same")), kernel_source(key("nvfp4:dir=both")));
+  for (const char* r : {"mxfp8:dir=both", "mxfp4:dir=both", "fp4_block_1x32:dir=both"}) {
+    const std::string same = std::string(r) + ",colform=same";
+    EXPECT_TRUE(key(same.c_str()) == key(r)) << r;
+  }
+  cuda::FastKey bad = key("mxfp8:dir=both");
+  bad.col_same = true;
+  EXPECT_FALSE(cuda::fast_key_valid(bad));
+  const auto keys = all_keys();
+  EXPECT_TRUE(std::any_of(keys.begin(), keys.end(), [](const cuda::FastKey& k) { return k.col_same; }));
+}
+
 TEST(JitCompile, PackedKeysSeparateArchAndDevice) {
   const cuda::FastKey k = all_keys().front();
   EXPECT_NE(pack_key(k, 90, 0), pack_key(k, 100, 0));
