@@ -160,7 +160,8 @@ __device__ __forceinline__ uint32_t amax8_bits(const uint32_t (&w)[kDType == 0 ?
 // holds the sign bits (15 and 31) the codes take: the input's, so that a product the hardware
 // might flush keeps them. The lines run on the FMA pipe: the former binade-start arithmetic
 // kept the ALU pipe (half rate on sm_90) 82% busy in the FP4 rows kernels (ncu).
-template <bool kBf16>
+// kMagnitude: h holds |values| already (bf16x2_round_odd_abs), so no |x| is taken.
+template <bool kBf16, bool kMagnitude = false>
 __device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], const uint32_t (&sign)[4]) {
   auto pair = [](uint32_t x) { return x * 0x00010001u; };
   constexpr int kM = kBf16 ? 7 : 10, kBias = kBf16 ? 127 : 15;  // mantissa bits, exponent bias
@@ -175,14 +176,20 @@ __device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], co
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     uint32_t a, c1, c2, c3;
-    if constexpr (kBf16) {
+    if constexpr (kBf16 && kMagnitude) {
+      asm("min.bf16x2 %0, %1, %2;" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
+    } else if constexpr (kBf16) {
       asm("{.reg .b32 t;\n\tabs.bf16x2 t, %1;\n\tmin.bf16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
+    } else {
+      static_assert(!kMagnitude, "magnitudes come as bf16");
+      asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
+    }
+    if constexpr (kBf16) {
       asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB + l0.offset)));
       asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + l1.offset)));
       asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + l2.offset)));
       asm("{.reg .b32 t;\n\tmin.bf16x2 t, %1, %2;\n\tmin.bf16x2 %0, t, %3;\n\t}" : "=r"(k[j]) : "r"(c1), "r"(c2), "r"(c3));
     } else {
-      asm("{.reg .b32 t;\n\tabs.f16x2 t, %1;\n\tmin.f16x2 %0, t, %2;\n\t}" : "=r"(a) : "r"(h[j]), "r"(pair(kSix)));
       asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c1) : "r"(a), "r"(pair(kTwo)), "r"(pair(kB + l0.offset)));
       asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c2) : "r"(a), "r"(pair(kOne)), "r"(pair(kB + l1.offset)));
       asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(c3) : "r"(a), "r"(pair(kHalf)), "r"(pair(kB + l2.offset)));
@@ -209,25 +216,24 @@ __device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], co
   return num::is_nan(m) ? 0u : w;
 }
 
-// f16 pair of two fp32 values (lo -> bits 0-15, hi -> bits 16-31) rounded to odd, for
-// e2m1x8_from_half2: converted toward zero, the last bit set where that was inexact. Rounding
-// to odd first keeps the information that rounding to nearest even needs when the intermediate
-// format has at least two more significand bits than the final one (f16: 11, E2M1: 2), so the
-// codes equal encode_e2m1_satfinite of each value. "Inexact" is read from the bits: in f16's
-// normal range the conversion drops exactly the low 13 fp32 fraction bits; outside it (below
-// 2^-14, above 65504) the code is 0 or 7 whatever the last bit. tests/cpp/test_fast_paths.cpp
-// checks all 2^32 non-NaN inputs through these steps.
-__device__ __forceinline__ uint32_t f16x2_round_odd(float lo, float hi) {
-  uint32_t h;
-  asm("cvt.rz.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(hi), "f"(lo));
-  // setp + predicated or: ptxas turns the C form of this into selects and a longer chain
-  asm("{\n\t.reg .pred pl, ph;\n\t.reg .b32 tl, th;\n\t"
-      "and.b32 tl, %1, 0x1fff;\n\tand.b32 th, %2, 0x1fff;\n\t"
-      "setp.ne.u32 pl, tl, 0;\n\tsetp.ne.u32 ph, th, 0;\n\t"
-      "@pl or.b32 %0, %0, 1;\n\t@ph or.b32 %0, %0, 0x10000;\n\t}"
-      : "+r"(h)
-      : "r"(__float_as_uint(lo)), "r"(__float_as_uint(hi)));
-  return h;
+// |bf16 pair| of two fp32 values (lo -> bits 0-15, hi -> bits 16-31) rounded to odd, for
+// e2m1x8_from_half2<true, true>, and in `sign` the pair toward zero (its signs for the encoder):
+// the high halves (fp32 toward zero in bf16, exactly, subnormals and Inf included), the last bit
+// set where the dropped low half is not zero (min.u16x2 of the two low halves with 1 gives those
+// bits where they go), the signs cleared by the same LOP3. Rounding to odd first keeps the
+// information that rounding to nearest even needs when the intermediate format has at least two
+// more significand bits than the final one (bf16: 8, E2M1: 2), so the codes equal
+// encode_e2m1_satfinite of each value; bf16 has fp32's exponent range, so no value is outside
+// it. Two byte permutes, a min and a LOP3 per pair, with the encoder's |x| in them, against the
+// f16 form's conversion, four predicated bit operations and its |x| (SASS count of the NVFP4 rows
+// loop: 1 fewer instruction per pair). tests/cpp/test_fast_paths.cpp checks all 2^32 non-NaN
+// inputs through these steps.
+__device__ __forceinline__ uint32_t bf16x2_round_odd_abs(float lo, float hi, uint32_t& sign) {
+  const uint32_t a = __float_as_uint(lo), b = __float_as_uint(hi);
+  uint32_t sticky;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(sticky) : "r"(__byte_perm(a, b, 0x5410u)), "r"(0x00010001u));
+  sign = __byte_perm(a, b, 0x7632u);
+  return (sign | sticky) & 0x7fff7fffu;
 }
 
 // Eight codes packed as stored: FP8 in x (elements 0-3) and y (4-7), byte i = element i; FP4 in
@@ -238,10 +244,10 @@ template <num::ElemFormat kElem>
 __device__ __forceinline__ uint2 encode8(const float (&p)[8]) {
   uint2 out;
   if constexpr (kElem == num::ElemFormat::e2m1) {
-    uint32_t h[4];
+    uint32_t h[4], sign[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) h[k] = f16x2_round_odd(p[2 * k], p[2 * k + 1]);
-    out.x = e2m1x8_from_half2<false>(h, h);
+    for (int k = 0; k < 4; ++k) h[k] = bf16x2_round_odd_abs(p[2 * k], p[2 * k + 1], sign[k]);
+    out.x = e2m1x8_from_half2<true, true>(h, sign);
     out.y = 0;
   } else {
     unsigned h[4];
