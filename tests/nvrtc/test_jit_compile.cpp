@@ -180,19 +180,20 @@ TEST(JitCompile, FusedVariantsCompileForSm90a) {
   expect_all_compile(keys, "fused configurations");
 }
 
-// The FP4 column-block kernels (rows and columns of 1 x 16 or 1 x 32 blocks in one pass, 168
-// registers) spill nothing either: NVFP4's holds the 128-entry scale table as the rows kernel does
-// (FastTile::kScaleTable), for its row and its column blocks. bf16 input, each FP4 recipe.
+// The FP4 column-block kernels (rows and columns of 1 x 16 or 1 x 32 blocks in one pass, 128
+// registers: 4 CTAs per SM) spill nothing either: NVFP4's holds the 128-entry
+// scale table as the rows kernel does (FastTile::kScaleTable), for its row and its column blocks.
+// bf16 and f16 input, each FP4 recipe.
 TEST(JitCompile, Fp4ColumnBlockKernelsDoNotSpill) {
   std::vector<cuda::FastKey> keys;
   for (const auto& k : all_keys()) {
     const bool fresh = std::none_of(keys.begin(), keys.end(), [&](const cuda::FastKey& b) {
-      return b.scheme == k.scheme && b.g == k.g && b.row_layout == k.row_layout;
+      return b.scheme == k.scheme && b.g == k.g && b.row_layout == k.row_layout && b.dtype == k.dtype;
     });
-    if (k.shape == cuda::FastShape::colblocks && k.dtype == 2 && k.elem == num::ElemFormat::e2m1 && fresh)
+    if (k.shape == cuda::FastShape::colblocks && k.dtype != 0 && k.fuse == 0 && k.elem == num::ElemFormat::e2m1 && fresh)
       keys.push_back(k);
   }
-  ASSERT_GE(keys.size(), 3u);  // MXFP4, NVFP4, fp4_block_1x32
+  ASSERT_GE(keys.size(), 6u);  // MXFP4, NVFP4, fp4_block_1x32, from bf16 and f16
   ASSERT_TRUE(std::any_of(keys.begin(), keys.end(), [](const cuda::FastKey& k) { return k.scheme == num::Scheme::nvfp4; }));
   std::vector<std::string> logs;
   expect_all_compile(keys, "FP4 column-block configurations", &logs);
