@@ -152,7 +152,9 @@ __device__ __forceinline__ uint32_t amax8_bits(const uint32_t (&w)[kDType == 0 ?
 // low half, 2k + 1 in the high half), f16 or bf16 (kBf16), packed as stored (nibble i = value i),
 // for values whose rounding to that format cannot change their E2M1 code: products of a 16-bit
 // input and a power of two (exact in f16 down to 2^-14, in bf16 throughout; anything smaller is
-// code 0 either way; overflow gives Inf, which saturates to 6 like the fp32 value would).
+// code 0 either way; overflow gives Inf, which saturates to 6 like the fp32 value would), or fp32
+// products rounded to odd in bf16 (bf16x2_round_odd_abs: then h holds magnitudes, kMagnitude,
+// and `sign` the pair toward zero, whose sign bits are the products').
 // Magnitude: num::kE2M1Lines' rule, a = min(|h|, 6) and the minimum of three lines, each one
 // fused multiply-add onto B + offset, where B is the integer at which the format's quantum is 1
 // (bf16 128, f16 1024; even, so the sum rounds to B + the line's rint): code = min(sums) - B.

@@ -141,8 +141,9 @@ TEST(FastPaths, Fp8BlockPow2ScaleWithoutDivisionMatchesForAllFp32) {
 
 // The GPU rounds fp32 products (NVFP4, non-power-of-two FP4 scales) to E2M1 through bf16 pairs
 // rounded to odd (common.cuh bf16x2_round_odd_abs: the high half of the fp32 bits, its last bit set
-// where the low half is not zero), then the bf16 encoder (the same magic-number rounding, on bf16
-// values exactly representable in fp32; the GPU tests hold it to the CPU bit for bit). Rounding
+// where the low half is not zero), then the bf16 encoder (num::kE2M1Lines' rule, which
+// E2M1MinimumOfThreeLinesMatchesForAllFp32 holds for every fp32 value; the byte permutes that pick
+// the halves are the GPU tests' to check, bit for bit against the CPU). Rounding
 // to odd loses nothing that the final rounding to nearest even needs: every non-NaN fp32 value
 // gives the code it gives directly. The same steps with plain truncation (no odd bit) must fail,
 // so that this test can.

@@ -181,20 +181,30 @@ TEST(JitCompile, FusedVariantsCompileForSm90a) {
 }
 
 // The FP4 column-block kernels (rows and columns of 1 x 16 or 1 x 32 blocks in one pass; 128
-// registers from bf16, 4 CTAs per SM, and 168 from f16) spill nothing either: NVFP4's holds the 128-entry
+// registers from bf16, 4 CTAs per SM, and 168 from f16; NVFP4's same-shape kernel too) spill
+// nothing either: NVFP4's holds the 128-entry
 // scale table as the rows kernel does (FastTile::kScaleTable), for its row and its column blocks.
 // bf16 and f16 input, each FP4 recipe.
 TEST(JitCompile, Fp4ColumnBlockKernelsDoNotSpill) {
   std::vector<cuda::FastKey> keys;
   for (const auto& k : all_keys()) {
     const bool fresh = std::none_of(keys.begin(), keys.end(), [&](const cuda::FastKey& b) {
-      return b.scheme == k.scheme && b.g == k.g && b.row_layout == k.row_layout && b.dtype == k.dtype;
+      return b.scheme == k.scheme && b.g == k.g && b.row_layout == k.row_layout && b.dtype == k.dtype &&
+             b.col_same == k.col_same;
     });
     if (k.shape == cuda::FastShape::colblocks && k.dtype != 0 && k.fuse == 0 && k.elem == num::ElemFormat::e2m1 && fresh)
       keys.push_back(k);
   }
-  ASSERT_GE(keys.size(), 6u);  // MXFP4, NVFP4, fp4_block_1x32, from bf16 and f16
-  ASSERT_TRUE(std::any_of(keys.begin(), keys.end(), [](const cuda::FastKey& k) { return k.scheme == num::Scheme::nvfp4; }));
+  // MXFP4, NVFP4 (both column forms: its same-shape kernel is its own) and fp4_block_1x32, from bf16 and f16
+  for (const int dtype : {1, 2}) {
+    for (const num::Scheme scheme : {num::Scheme::mx, num::Scheme::nvfp4, num::Scheme::fp8_block})
+      ASSERT_TRUE(std::any_of(keys.begin(), keys.end(), [&](const cuda::FastKey& k) {
+        return k.scheme == scheme && k.dtype == dtype && !k.col_same;
+      })) << "scheme " << int(scheme) << ", dtype " << dtype;
+    ASSERT_TRUE(std::any_of(keys.begin(), keys.end(), [&](const cuda::FastKey& k) {
+      return k.scheme == num::Scheme::nvfp4 && k.dtype == dtype && k.col_same;
+    })) << "NVFP4's same-shape kernel, dtype " << dtype;
+  }
   std::vector<std::string> logs;
   expect_all_compile(keys, "FP4 column-block configurations", &logs);
   for (size_t i = 0; i < keys.size(); ++i) {

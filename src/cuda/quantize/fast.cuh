@@ -871,7 +871,7 @@ struct FastTile {
   }
 
   // The schemes whose column-block scales can be 1 byte and are staged: MX (E8M0 always), NVFP4
-  // (E4M3 always; from 16-bit input: from fp32, at 168 registers, the staging spilled) and
+  // (E4M3 always; from 16-bit input: from fp32 (128 registers) the staging spilled) and
   // fp8_block's 1 x 32 / 32 x 1 blocks where UE8M0 (DeepSeek V4's fp4_block_1x32 by default; fp32
   // when asked, so byte_scales decides at run time), not fused (staged, the bf16 dgelu+dbias
   // kernel of FP8 1 x 32 spilled 125 instructions' worth, none without).

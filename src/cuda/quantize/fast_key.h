@@ -178,11 +178,12 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
     if (dtype == 0 || k.fuse) return 128;
     // FP4 column blocks (128 threads) from bf16: 128 registers, 4 CTAs per SM. They had 168 (3
     // CTAs, 12 warps: the staged scales once spilled below it); since the bf16 products and
-    // bf16x2_round_odd_abs they fit 128 (and 96) with no local memory and no more SASS
-    // instructions, and these issue-bound kernels get 16 warps per SM to hide their latencies
+    // bf16x2_round_odd_abs they fit 128 (and 96) with no spills and 0-16 more SASS instructions
+    // (of 2904-5120), and these issue-bound kernels get 16 warps per SM to hide their latencies
     // with. Measured (H100, bench/RESULTS.md session 36, calls 3 and 4, same process): 2-4% faster
-    // than at 168 (mxfp4 row+col 0.848 -> 0.862 of copy at 8192 x 7168, NVFP4 same-shape 0.873 ->
-    // 0.910); 96 registers (5 CTAs) ran 0.5-3% slower than 128. From f16 (no bf16 products) the
+    // than at 168 at 8192 x 7168 (mxfp4 row+col 0.848 -> 0.862 of copy, NVFP4 same-shape 0.873 ->
+    // 0.910), the same within 0.3% at 32768 rows but for NVFP4's same-shape and swizzled forms
+    // (+3%); 96 registers (5 CTAs) ran as fast or up to 3% slower than 128. From f16 (no bf16 products) the
     // swizzled MX and packed fp8_block kernels spill 4-8 bytes at 128: f16 keeps 168.
     return k.elem != num::ElemFormat::e2m1 ? 80 : (colblocks && dtype == 1 ? 168 : 128);
   }();
