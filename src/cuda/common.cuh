@@ -218,9 +218,17 @@ __device__ __forceinline__ uint32_t e2m1x8_from_half2(const uint32_t (&h)[4], co
   return num::is_nan(m) ? 0u : w;
 }
 
+// A power-of-two (or NaN) fp32 multiplier as a bf16 pair: its high half twice (exact).
+__device__ __forceinline__ uint32_t bf16_pair(float m) { return __byte_perm(__float_as_uint(m), 0u, 0x3232u); }
+// Two fp32 values as one bf16 pair toward zero: lo's high half in the low half, hi's in the high
+// half. Exact for powers of two (the multipliers of values 2k and 2k + 1 of a loaded word).
+__device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
+  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632u);
+}
+
 // |bf16 pair| of two fp32 values (lo -> bits 0-15, hi -> bits 16-31) rounded to odd, for
 // e2m1x8_from_half2<true, true>, and in `sign` the pair toward zero (its signs for the encoder):
-// the high halves (fp32 toward zero in bf16, exactly, subnormals and Inf included), the last bit
+// bf16_pair's high halves (fp32 toward zero in bf16, subnormals and Inf included), the last bit
 // set where the dropped low half is not zero (min.u16x2 of the two low halves with 1 gives those
 // bits where they go), the signs cleared by the same LOP3. Rounding to odd first keeps the
 // information that rounding to nearest even needs when the intermediate format has at least two
@@ -234,7 +242,7 @@ __device__ __forceinline__ uint32_t bf16x2_round_odd_abs(float lo, float hi, uin
   const uint32_t a = __float_as_uint(lo), b = __float_as_uint(hi);
   uint32_t sticky;
   asm("min.u16x2 %0, %1, %2;" : "=r"(sticky) : "r"(__byte_perm(a, b, 0x5410u)), "r"(0x00010001u));
-  sign = __byte_perm(a, b, 0x7632u);
+  sign = bf16_pair(lo, hi);
   return (sign | sticky) & 0x7fff7fffu;
 }
 
@@ -284,13 +292,6 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   uint32_t d;
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
-}
-// A power-of-two (or NaN) fp32 multiplier as a bf16 pair: its high half twice (exact).
-__device__ __forceinline__ uint32_t bf16_pair(float m) { return __byte_perm(__float_as_uint(m), 0u, 0x3232u); }
-// Two such multipliers as one bf16 pair: lo's high half in the low half, hi's in the high half (the
-// multipliers of values 2k and 2k + 1 of a loaded word).
-__device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
-  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632u);
 }
 
 // The same for 8 bf16 values (4 words as loaded) without widening to fp32: x * m is exact in

@@ -181,10 +181,9 @@ TEST(JitCompile, FusedVariantsCompileForSm90a) {
 }
 
 // The FP4 column-block kernels (rows and columns of 1 x 16 or 1 x 32 blocks in one pass; 128
-// registers from bf16, 4 CTAs per SM, and 168 from f16; NVFP4's same-shape kernel too) spill
-// nothing either: NVFP4's holds the 128-entry
-// scale table as the rows kernel does (FastTile::kScaleTable), for its row and its column blocks.
-// bf16 and f16 input, each FP4 recipe.
+// registers from bf16, 4 CTAs per SM, and 168 from f16) spill nothing either: NVFP4's holds the
+// 128-entry scale table as the rows kernel does (FastTile::kScaleTable), for its row and its
+// column blocks. bf16 and f16 input, each FP4 recipe, NVFP4's same-shape kernel too.
 TEST(JitCompile, Fp4ColumnBlockKernelsDoNotSpill) {
   std::vector<cuda::FastKey> keys;
   for (const auto& k : all_keys()) {

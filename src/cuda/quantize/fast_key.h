@@ -183,8 +183,8 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
     // with. Measured (H100, bench/RESULTS.md session 36, calls 3 and 4, same process): 2-4% faster
     // than at 168 at 8192 x 7168 (mxfp4 row+col 0.848 -> 0.862 of copy, NVFP4 same-shape 0.873 ->
     // 0.910), the same within 0.3% at 32768 rows but for NVFP4's same-shape and swizzled forms
-    // (+3%); 96 registers (5 CTAs) ran as fast or up to 3% slower than 128. From f16 (no bf16 products) the
-    // swizzled MX and packed fp8_block kernels spill 4-8 bytes at 128: f16 keeps 168.
+    // (+3%); 96 registers (5 CTAs) ran as fast or up to 3% slower than 128. From f16 (no bf16
+    // products) the swizzled MX and packed fp8_block kernels spill 4-8 bytes at 128: f16 keeps 168.
     return k.elem != num::ElemFormat::e2m1 ? 80 : (colblocks && dtype == 1 ? 168 : 128);
   }();
   g.min_blocks = 65536 / (g.threads * g.max_regs);
