@@ -1,6 +1,7 @@
 // The grid of the specialised quantize kernels (cuda/quantize/fast_launch.hpp), a pure function
 // of the key and the shape: one CTA per row tile for the memory-bound kernels, two row tiles per
-// CTA for MXFP4's rows kernel and three for the other FP4 rows and column-block kernels, two
+// CTA for MXFP4's rows kernel and three for the other FP4 rows and column-block kernels (two for
+// tall bf16 column blocks with transposed codes and row-major scales), two
 // persistent waves for NVFP4's 2-D blocks, one wave for fused kernels, and every row tile covered
 // in each case.
 #include <gtest/gtest.h>
@@ -52,6 +53,42 @@ TEST(FastGrid, Nvfp42dKernelWalksItsRowTilesOverTwoPersistentWaves) {
   EXPECT_GT(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);  // more than one wave
   EXPECT_GT(tiles_of_busiest_cta(grid, tiles_y), 1);            // persistent
   EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+}
+
+// FP4 column blocks walk two row tiles per CTA from 16384 rows when their columnwise output is
+// transposed with row-major scales from bf16 (measured faster there, fast_launch.cpp), and three
+// otherwise: below 16384 rows, same-shape, swizzled scales, f16 input.
+TEST(FastGrid, TallTransposedFp4ColumnBlocksWalkTwoRowTiles) {
+  const int64_t cols = 7168;
+  for (const auto& [scheme, h] : {std::pair{num::Scheme::mx, 32}, {num::Scheme::nvfp4, 16}, {num::Scheme::fp8_block, 32}}) {
+    const FastKey k{2, scheme, num::ElemFormat::e2m1, FastShape::colblocks, h, h, num::ScaleLayout::row_major,
+                    num::ScaleLayout::row_major};
+    ASSERT_TRUE(fast_key_valid(k)) << runtime::jit::key_text(k);
+    const FastGeometry g = fast_geometry(k);
+    for (const int64_t rows : {int64_t(8192), int64_t(16383), int64_t(16384), int64_t(32768), int64_t(100003)}) {
+      const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      const int64_t want = rows >= 16384 ? 2 : 3;
+      EXPECT_EQ(tiles_of_busiest_cta(fast_grid(k, rows, cols, kSms, kBlocksPerSm, true), tiles_y), want)
+          << runtime::jit::key_text(k) << " rows " << rows;
+      EXPECT_EQ(tiles_of_busiest_cta(fast_grid(k, rows, cols, kSms, kBlocksPerSm, false), tiles_y), 3)
+          << "same-shape " << runtime::jit::key_text(k) << " rows " << rows;
+      // the launch keeps the choice: its long CTAs walk as many tiles
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, false, true);
+      EXPECT_EQ(tiles_of_busiest_cta(dim3(l.grid.x, unsigned(l.long_ctas)), tiles_y - (l.grid.y - l.long_ctas)), want);
+    }
+    FastKey swizzled = k, f16 = k;
+    swizzled.col_layout = num::ScaleLayout::swizzled_128x4;
+    f16.dtype = 1;
+    for (const FastKey& other : {swizzled, f16}) {
+      if (!fast_key_valid(other)) continue;
+      const int64_t tiles_y = 32768 / fast_geometry(other).tile_rows;
+      EXPECT_EQ(tiles_of_busiest_cta(fast_grid(other, 32768, cols, kSms, kBlocksPerSm, true), tiles_y), 3)
+          << runtime::jit::key_text(other);
+    }
+  }
+  // the rows kernels never look at the column form
+  const FastKey nv_rows = rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16);
+  EXPECT_EQ(fast_grid(nv_rows, 32768, cols, kSms, kBlocksPerSm, true).y, fast_grid(nv_rows, 32768, cols, kSms, kBlocksPerSm).y);
 }
 
 // The row tiles CTA row `cy` of a FastLaunch walks, as fast_quantize_kernel computes them.

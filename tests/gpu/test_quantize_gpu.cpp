@@ -347,15 +347,16 @@ TEST(GpuQuantize, BitExactStridedRows) {
 // More row tiles than the persistent rows grids (FP4: two or three tiles per CTA, fused: one wave
 // of CTAs) have CTAs, so that every CTA walks several tiles (RowsWalk's pointer steps and its
 // 32-bit row count) and the last one is partial (tests/cpp/test_fast_grid.cpp checks that
-// premise); the other tests' shapes give most CTAs a single tile. The column-block one
-// (mxfp4:dir=both) walks three 128-row tiles per CTA (TileWalk); the FP8 rows recipes launch a
+// premise); the other tests' shapes give most CTAs a single tile. The column-block ones
+// (mxfp4:dir=both, nvfp4:dir=both: transposed, row-major scales, this tall) walk two row tiles per
+// CTA (TileWalk; three below 16384 rows); the FP8 rows recipes launch a
 // CTA per tile: they are here for the long tall input and its partial last tile. The plain FP4
 // rows and column-block kernels end on a wave of one-tile CTAs (FastLaunch), which take the last
 // row tiles, the partial one included; nvfp4_2d walks its tiles over two persistent waves.
 TEST(GpuQuantize, BitExactTallShapesWalkManyTiles) {
   REQUIRE_GPU();
   uint64_t seed = 3000;
-  for (const char* r : {"mxfp4", "nvfp4", "fp4_block_1x32", "mxfp4:dir=both", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
+  for (const char* r : {"mxfp4", "nvfp4", "fp4_block_1x32", "mxfp4:dir=both", "nvfp4:dir=both", "nvfp4:layout=swizzled_128x4", "nvfp4_2d",
                         "mxfp8",
                         "fp8_block_1x128:pow2=1,layout=packed_ue8m0,scale=float8_e8m0fnu", "fp8_tensor"}) {
     check_case(r, DType::bfloat16, Shape{100003, 64}, Values::normal_outliers, seed++);

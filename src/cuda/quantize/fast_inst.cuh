@@ -29,7 +29,7 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax);
+  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax, p.col && p.col_transposed);
   TileParams params = p;
   params.act_table = act_table_pays(C::kKey, rows, cols, l.grid);
   params.long_ctas = l.long_ctas;

@@ -49,6 +49,22 @@ bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
   return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
 }
 
+// FP4 column blocks from bf16 with transposed codes and row-major scales, from kTwoTileRows rows:
+// two row tiles per CTA rather than three. Measured at 4 CTAs per SM (H100, bench/RESULTS.md
+// session 37, calls 2 and 3, same process, of copy, three tiles -> two): mxfp4 row+col 0.769 ->
+// 0.841 at 16384 x 7168, 0.788 -> 0.810 at 24576, 0.760 -> 0.796 at 32768, 0.794 -> 0.901 at 16384
+// x 16384, 0.835 -> 0.855 at 32768 x 4096, flat at 32768 / 65536 x 2048; NVFP4 row+col 0.736-0.749
+// -> 0.777, 0.719-0.738 -> 0.775, 0.733 -> 0.779, 0.776-0.781 -> 0.869-0.871, 0.80 -> 0.844,
+// 0.797-0.820 -> 0.842-0.862 and 0.828 -> 0.848; fp4_block_1x32 as mxfp4. At 8192 x 7168 two
+// tiles were flat for MX and fp4_block_1x32 and 2% slower for NVFP4 (0.758 -> 0.742), and the
+// same-shape and swizzled forms lost 1-3% at every size: they keep three. f16 (3 CTAs per SM) and
+// fp32 input are not measured and keep three.
+constexpr int64_t kTwoTileRows = 16384;
+bool two_tile_columns(const FastKey& key, int64_t rows, bool col_transposed) {
+  return key.shape == FastShape::colblocks && key.dtype == 2 && col_transposed &&
+         key.col_layout == num::ScaleLayout::row_major && rows >= kTwoTileRows;
+}
+
 // gx CTAs across and as few down as leave no CTA more row tiles than `slots` CTAs would.
 dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
   const int64_t per_wave = std::max<int64_t>(1, slots / gx);    // CTAs down the rows
@@ -58,7 +74,7 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
 
 }  // namespace
 
-dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm) {
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = row_tiles(g, rows);
@@ -67,6 +83,7 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
     if (key.elem != num::ElemFormat::e2m1) return tiles_per_cta(gx, tiles_y, 1);  // memory-bound
     if (key.shape == FastShape::two_d) return spread(gx, tiles_y, 2 * wave);      // NVFP4's 2-D blocks
     if (gx * tiles_y <= sms) return tiles_per_cta(gx, tiles_y, 1);  // few tiles: a CTA each, one per SM
+    if (two_tile_columns(key, rows, col_transposed)) return tiles_per_cta(gx, tiles_y, 2);
     return tiles_per_cta(gx, tiles_y, key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3);
   }
   if (key.shape == FastShape::rows) return spread(gx, tiles_y, wave);  // fused rows kernels: one wave
@@ -91,13 +108,13 @@ std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t 
 }
 
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch) {
+                             bool one_launch, bool col_transposed) {
   if (one_launch) {
     const std::optional<dim3> g = cluster_amax_grid(key, rows, cols);
     if (!g) fail(ErrorCode::internal, "fast_launch_shape: a one-launch amax for a call that cluster_amax_grid refuses");
     return {*g, 0, *g};
   }
-  const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm);
+  const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm, col_transposed);
   const int64_t tiles_y = row_tiles(fast_geometry(key), rows);
   const int64_t per_cta = num::ceil_div(tiles_y, grid.y);  // row tiles of the busiest CTA
   // Fused kernels publish their statistics once per CTA: their grids stay as they are. So does

@@ -16,11 +16,13 @@ namespace mxq::cuda {
 // and its measurements are in fast_launch.cpp): one CTA per row tile for the memory-bound
 // kernels and the fused 8-row shapes (grid.y capped at 65535, the CTAs loop beyond), two or three
 // row tiles per CTA for the FP4 rows and column-block kernels (one where a CTA per tile leaves
-// at most one CTA per SM), else CTAs that walk the row tiles
+// at most one CTA per SM; two for tall bf16 inputs whose columnwise output is transposed with
+// row-major scales, `col_transposed` being TileParams' col && col_transposed), else CTAs that walk the row tiles
 // over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels), `blocks_per_sm`
 // being the kernel's measured occupancy on `sms` SMs, with the tiles spread as evenly as the
 // waves allow.
-dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm);
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
+               bool col_transposed = false);
 
 // The launch of a specialised kernel: fast_grid's, except that where the plain FP4 rows and
 // column-block kernels' CTAs walk several row tiles, the last row tiles go one per CTA to a wave
@@ -36,7 +38,7 @@ struct FastLaunch {
 // `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
 // cluster_amax_grid's, one cluster.
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch = false);
+                             bool one_launch = false, bool col_transposed = false);
 
 // The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
 // kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements,
