@@ -80,7 +80,7 @@ TEST(FastGrid, TallTransposedFp4ColumnBlocksWalkTwoRowTiles) {
     swizzled.col_layout = num::ScaleLayout::swizzled_128x4;
     f16.dtype = 1;
     for (const FastKey& other : {swizzled, f16}) {
-      if (!fast_key_valid(other)) continue;
+      ASSERT_TRUE(fast_key_valid(other)) << runtime::jit::key_text(other);
       const int64_t tiles_y = 32768 / fast_geometry(other).tile_rows;
       EXPECT_EQ(tiles_of_busiest_cta(fast_grid(other, 32768, cols, kSms, kBlocksPerSm, true), tiles_y), 3)
           << runtime::jit::key_text(other);
@@ -124,7 +124,7 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
     for (const int64_t rows : {int64_t(4096), int64_t(8192), int64_t(32768), int64_t(g.tile_rows) * 1001 - 3}) {
       const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
       const dim3 plain = fast_grid(key, rows, 7168, kSms, kBlocksPerSm);
-      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm);
+      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm, false, false);
       ASSERT_GT(l.long_ctas, 0) << runtime::jit::key_text(key) << " rows " << rows;
       EXPECT_EQ(l.grid.x, plain.x);
       const int64_t wave_rows = kSms * kBlocksPerSm / plain.x;
@@ -146,11 +146,11 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
   const FastKey fused =
       rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
   for (const FastKey& key : {mxfp8, fused, nv2d}) {
-    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm);
+    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm, false, false);
     EXPECT_EQ(l.long_ctas, 0) << runtime::jit::key_text(key);
     EXPECT_EQ(l.grid.y, fast_grid(key, 8192, 7168, kSms, kBlocksPerSm).y);
   }
-  EXPECT_EQ(fast_launch_shape(rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 64, 7168, kSms, kBlocksPerSm)
+  EXPECT_EQ(fast_launch_shape(rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 64, 7168, kSms, kBlocksPerSm, false, false)
                 .long_ctas,
             0);
 }
@@ -248,7 +248,7 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
     // the plain ones end on one-tile CTAs (FastLaunch) at the occupancy their register budget
     // gives, which the GPU test then covers too
     if (!c.key.fuse && c.key.shape != FastShape::two_d) {
-      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks).long_ctas, 0)
+      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks, false, false).long_ctas, 0)
           << runtime::jit::key_text(c.key);
     }
     // and a partial last tile
@@ -340,7 +340,7 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
       // as many CTA rows as the cluster holds (or as there are tiles), each walking a few tiles
       EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kOneLaunchCtas);
       EXPECT_LE(tiles_of_busiest_cta(*grid, tiles_y), kOneLaunchMaxTilesPerCta);
-      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true);
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
       EXPECT_EQ(l.cluster.x, grid->x);
@@ -359,7 +359,7 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     // two row tiles per CTA at most: the two the kernel's amax pass loads (fast.cuh)
     EXPECT_EQ(cluster_amax_grid(k, 32, 7168).has_value(), g.tile_rows >= 8);  // 4 x 7 tiles of 16-bit input
     EXPECT_EQ(cluster_amax_grid(k, 264, 512).has_value(), false);             // 33 x 1 tiles for 16 CTAs
-    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm).cluster.x, 0u);  // no cluster otherwise
+    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false).cluster.x, 0u);  // no cluster otherwise
   }
   // other recipes, shapes and fused kernels take no one-launch amax
   EXPECT_FALSE(cluster_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 1, 7168).has_value());

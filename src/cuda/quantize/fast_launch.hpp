@@ -17,8 +17,8 @@ namespace mxq::cuda {
 // kernels and the fused 8-row shapes (grid.y capped at 65535, the CTAs loop beyond), two or three
 // row tiles per CTA for the FP4 rows and column-block kernels (one where a CTA per tile leaves
 // at most one CTA per SM; two for tall bf16 inputs whose columnwise output is transposed with
-// row-major scales, `col_transposed` being TileParams' col && col_transposed), else CTAs that walk the row tiles
-// over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels), `blocks_per_sm`
+// row-major scales, `col_transposed` being TileParams' col && col_transposed), else CTAs that
+// walk the row tiles over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels), `blocks_per_sm`
 // being the kernel's measured occupancy on `sms` SMs, with the tiles spread as evenly as the
 // waves allow.
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
@@ -36,9 +36,10 @@ struct FastLaunch {
   dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (TileParams::cluster_amax)
 };
 // `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
-// cluster_amax_grid's, one cluster.
+// cluster_amax_grid's, one cluster. `col_transposed` as for fast_grid: the launchers pass both
+// from their TileParams (no defaults, so that none can forget the column form).
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch = false, bool col_transposed = false);
+                             bool one_launch, bool col_transposed);
 
 // The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
 // kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements,
