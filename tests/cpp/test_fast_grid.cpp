@@ -6,6 +6,7 @@
 // in each case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -307,6 +308,50 @@ TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
   set_act_table_policy(0);
   EXPECT_FALSE(act_table_pays(dgelu, 8192, 7168, big));
   set_act_table_policy(-1);
+}
+
+// Where the one wave of a fused column-block kernel leaves slots empty (56 column tiles of 7168
+// fill 224 of 264), its launch is flat: a wave of CTAs over every slot, whose contiguous shares of
+// the tiles in column-major order (fast.cuh kFlatWalk) cover each tile once, and still fill the
+// table; where the column tiles divide the slots, or the grid is a CTA per tile, it is not.
+TEST(FastGrid, FusedRowColWavesThatLeaveSlotsEmptyAreFlat) {
+  const FastKey dgelu{2, num::Scheme::mx, num::ElemFormat::e4m3fn, FastShape::colblocks, 32, 32,
+                      num::ScaleLayout::row_major, num::ScaleLayout::row_major,
+                      fuse_bits(int(num::Activation::gelu), true, true)};
+  ASSERT_TRUE(fast_key_valid(dgelu));
+  const FastGeometry g = fast_geometry(dgelu);
+  struct Case {
+    int64_t rows, cols;
+    int bps;
+    bool flat;
+  };
+  for (const Case c : {Case{8192, 7168, 2, true}, {32768, 7168, 2, true}, {30001, 600, 2, true}, {30001, 600, 3, true},
+                       {60001, 128, 2, true}, {8192, 128 * 66, 2, false}, {256, 7168, 2, false}}) {
+    const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
+    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps);
+    EXPECT_EQ(l.flat_col_tiles > 0, c.flat) << c.rows << " x " << c.cols;
+    if (!c.flat) continue;
+    EXPECT_EQ(l.flat_col_tiles, gx);
+    EXPECT_EQ(int64_t(l.grid.x), std::min<int64_t>(kSms * c.bps, gx * tiles_y));
+    EXPECT_EQ(l.grid.y, 1u);
+    EXPECT_EQ(l.long_ctas, 0);
+    EXPECT_GT(int64_t(l.grid.x), int64_t(fast_grid(dgelu, c.rows, c.cols, kSms, c.bps).x) *
+                                     fast_grid(dgelu, c.rows, c.cols, kSms, c.bps).y);
+    EXPECT_TRUE(act_table_pays(dgelu, c.rows, c.cols, l.grid));
+    // the kernel's shares [total * b / N, total * (b + 1) / N): none empty, none longer than
+    // ceil(total / N), and (600 columns: 5 column tiles, which divide neither wave) some across two column tiles
+    const int64_t total = gx * tiles_y, n = l.grid.x;
+    int64_t crossing = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t t0 = total * b / n, t1 = total * (b + 1) / n;
+      ASSERT_LT(t0, t1);
+      ASSERT_LE(t1 - t0, (total + n - 1) / n);
+      crossing += t0 / tiles_y != (t1 - 1) / tiles_y;
+    }
+    if (c.cols == 600) {
+      EXPECT_GT(crossing, 0) << "some CTAs walk two column tiles (tests/gpu GpuFused.TallShapesWalkManyTiles)";
+    }
+  }
 }
 
 // The per-tensor recipes' one launch (cluster_amax_grid): the rows kernels of fp8_tensor and

@@ -944,6 +944,14 @@ TEST(GpuFused, TallShapesWalkManyTiles) {
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4003);
   if (HasFatalFailure()) return;
   EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
+  // ... and a flat wave (fast_launch_shape: 5 column tiles, the last one partial, do not divide
+  // the slots) whose CTAs' shares cross from one column tile to the next, dbias published per
+  // column tile (tests/cpp/test_fast_grid.cpp FusedRowColWavesThatLeaveSlotsEmptyAreFlat)
+  check_fused("mxfp8:dir=both", DType::bfloat16, Shape{30001, 600}, {Activation::gelu, true, true, false}, 4004);
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
+  check_fused("mxfp8:dir=both", DType::bfloat16, Shape{30001, 600}, {Activation::swiglu, false, true, false}, 4005);
+  if (HasFatalFailure()) return;
 #endif
   check_fused("mxfp4", DType::bfloat16, Shape{60001, 64}, {Activation::silu, false, true, false}, 4002);
 }
