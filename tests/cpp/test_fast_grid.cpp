@@ -310,11 +310,12 @@ TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
   set_act_table_policy(-1);
 }
 
-// Where the one wave of a fused column-block kernel leaves slots empty (56 column tiles of 7168
-// fill 224 of 264), its launch is flat: a wave of CTAs over every slot, whose contiguous shares of
-// the tiles in column-major order (fast.cuh kFlatWalk) cover each tile once, and still fill the
-// table; where the column tiles divide the slots, or the grid is a CTA per tile, it is not.
-TEST(FastGrid, FusedRowColWavesThatLeaveSlotsEmptyAreFlat) {
+// Fused column-block kernels always launch flat (fast.cuh kFlatWalk): one CTA per tile where
+// fast_grid gives a CTA per tile, else a CTA per slot of the wave (fast_grid's one wave leaves
+// slots empty where the column tiles do not divide them: 56 column tiles of 7168 fill 224 of 264)
+// so long as the table still pays; the shares cover every tile once, are never empty nor longer
+// than ceil(total / N), and some cross into the next column tile.
+TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
   const FastKey dgelu{2, num::Scheme::mx, num::ElemFormat::e4m3fn, FastShape::colblocks, 32, 32,
                       num::ScaleLayout::row_major, num::ScaleLayout::row_major,
                       fuse_bits(int(num::Activation::gelu), true, true)};
@@ -323,32 +324,38 @@ TEST(FastGrid, FusedRowColWavesThatLeaveSlotsEmptyAreFlat) {
   struct Case {
     int64_t rows, cols;
     int bps;
-    bool flat;
+    int64_t ctas;  // expected; 0: the tile count
   };
-  for (const Case c : {Case{8192, 7168, 2, true}, {32768, 7168, 2, true}, {30001, 600, 2, true}, {30001, 600, 3, true},
-                       {60001, 128, 2, true}, {8192, 128 * 66, 2, false}, {256, 7168, 2, false}}) {
+  for (const Case c : {Case{8192, 7168, 2, 264}, {32768, 7168, 2, 264}, {30001, 600, 2, 264}, {30001, 600, 3, 396},
+                       {60001, 128, 2, 264}, {8192, 128 * 66, 2, 264}, {256, 7168, 2, 0}, {8192, 64, 2, 0}}) {
     const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
+    const int64_t total = gx * tiles_y, want = c.ctas ? c.ctas : total;
     const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps);
-    EXPECT_EQ(l.flat_col_tiles > 0, c.flat) << c.rows << " x " << c.cols;
-    if (!c.flat) continue;
-    EXPECT_EQ(l.flat_col_tiles, gx);
-    EXPECT_EQ(int64_t(l.grid.x), std::min<int64_t>(kSms * c.bps, gx * tiles_y));
+    const dim3 two_d = fast_grid(dgelu, c.rows, c.cols, kSms, c.bps);
+    EXPECT_EQ(l.flat_col_tiles, gx) << c.rows << " x " << c.cols;
+    EXPECT_EQ(int64_t(l.grid.x), want) << c.rows << " x " << c.cols;
     EXPECT_EQ(l.grid.y, 1u);
     EXPECT_EQ(l.long_ctas, 0);
-    EXPECT_GT(int64_t(l.grid.x), int64_t(fast_grid(dgelu, c.rows, c.cols, kSms, c.bps).x) *
-                                     fast_grid(dgelu, c.rows, c.cols, kSms, c.bps).y);
-    EXPECT_TRUE(act_table_pays(dgelu, c.rows, c.cols, l.grid));
-    // the kernel's shares [total * b / N, total * (b + 1) / N): none empty, none longer than
-    // ceil(total / N), and (600 columns: 5 column tiles, which divide neither wave) some across two column tiles
-    const int64_t total = gx * tiles_y, n = l.grid.x;
+    EXPECT_GE(int64_t(l.grid.x), int64_t(two_d.x) * two_d.y) << "no fewer CTAs than fast_grid's";
+    EXPECT_EQ(act_table_pays(dgelu, c.rows, c.cols, l.grid), act_table_pays(dgelu, c.rows, c.cols, two_d))
+        << c.rows << " x " << c.cols << ": the table where fast_grid's wave would use it";
+    // the kernel's shares: [start(b), start(b + 1)), start(b) = b * share + min(b, extra)
+    const int64_t n = l.grid.x;
+    auto start = [&](int64_t b) { return b * l.flat_share + std::min<int64_t>(b, l.flat_extra); };
+    EXPECT_EQ(start(n), total) << "every tile, once";
+    if (want == total) {  // a tile each (the kernel takes them in row-major order)
+      EXPECT_EQ(l.flat_share, 1);
+      EXPECT_EQ(l.flat_extra, 0);
+      continue;
+    }
     int64_t crossing = 0;
     for (int64_t b = 0; b < n; ++b) {
-      const int64_t t0 = total * b / n, t1 = total * (b + 1) / n;
+      const int64_t t0 = start(b), t1 = start(b + 1);
       ASSERT_LT(t0, t1);
       ASSERT_LE(t1 - t0, (total + n - 1) / n);
       crossing += t0 / tiles_y != (t1 - 1) / tiles_y;
     }
-    if (c.cols == 600) {
+    if (c.cols == 600) {  // 5 column tiles, which divide neither wave
       EXPECT_GT(crossing, 0) << "some CTAs walk two column tiles (tests/gpu GpuFused.TallShapesWalkManyTiles)";
     }
   }

@@ -1489,16 +1489,37 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // gridDim.y - long_ctas, each of which one short CTA takes.
   // (32-bit: rows is below kFastMaxRows)
   int first = int(blockIdx.y), step_tiles = int(gridDim.y), end = int(p.rows);
-  // A flat walk (kFlatWalk, p.flat_col_tiles column tiles): CTA b's share [flat_at(b),
-  // flat_at(b + 1)) of the tiles in column-major order (tile t: column tile t / tiles_y, row tile
-  // t % tiles_y), at least one each, walked below one column tile at a time. Only `flat`, the
-  // next tile, lives across the walks; the rest is recomputed from the launch (fewer registers
-  // live in the loop; 32-bit: the launcher takes a flat grid below 2^31 tiles).
+  // Fused column blocks (kFlatWalk) walk flat, every launch (fast_launch_shape): CTA b takes
+  // tiles [start(b), start(b + 1)), start(b) = b * flat_share + min(b, flat_extra), of the
+  // p.flat_col_tiles x tiles_y tiles in column-major order (tile t: column tile t / tiles_y, row
+  // tile t % tiles_y), one column tile after another (the loop below moves the walk on); where
+  // each CTA has one tile (share 1, none extra), tile b in row-major order instead (x fastest, as
+  // a CTA-per-tile grid starts them). 32-bit, no 64-bit divisions (a called routine), and only
+  // `flat` lives across the loop: the rest comes again from p and blockIdx.
   auto tiles_down = [&] { return int((p.rows + C::kTileRows - 1) / C::kTileRows); };
-  auto flat_at = [&](unsigned b) { return int(int64_t(tiles_down()) * p.flat_col_tiles * b / gridDim.x); };
-  int flat = 0;
-  if constexpr (kFlatWalk<C>) flat = flat_at(blockIdx.x);
-  if (p.long_ctas > 0) {
+  auto share_start = [&](int b) { return b * p.flat_share + min(b, p.flat_extra); };
+  int flat = 0, walk_left = 0;  // walk_left: the walk's tiles to go (a 32-bit count, not at.end's 64-bit row)
+  // the walk of the column tile of tile `flat`: its first row tile, end row, columns and tiles
+  auto flat_walk = [&] {
+    const int tiles_y = tiles_down();
+    const int x = tiles_y > 0 ? flat / tiles_y : 0;  // no rows: the empty launch below
+    const int stop = min(share_start(int(blockIdx.x) + 1), (x + 1) * tiles_y);  // past this column tile's share
+    first = flat - x * tiles_y;
+    step_tiles = 1;
+    end = int(min(p.rows, int64_t(stop - x * tiles_y) * C::kTileRows));
+    c0 = column_of(uint32_t(x));
+    walk_left = stop - flat;
+    flat = stop;
+  };
+  static_assert(!kFlatWalk<C> || (C::kGeo.ring == 0 && !C::kPrefetch), "a flat walk moves on in the plain loop");
+  if constexpr (kFlatWalk<C>) {
+    if (p.flat_col_tiles <= 0 || p.flat_share <= 0) __trap();  // fast_launch_shape always makes it flat
+    const int b = int(blockIdx.x);
+    flat = p.flat_share == 1 && p.flat_extra == 0
+               ? b % p.flat_col_tiles * tiles_down() + b / p.flat_col_tiles  // a tile each, row-major
+               : share_start(b);
+    flat_walk();
+  } else if (p.long_ctas > 0) {
     const int shared = tiles_down() - (step_tiles - p.long_ctas);  // the long CTAs' tiles
     if (first < p.long_ctas) {
       step_tiles = p.long_ctas;
@@ -1507,109 +1528,111 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       first = shared + (first - p.long_ctas);  // one tile: the next is past the end
     }
   }
-  for (;;) {  // the CTA's walk; a flat one's next column tile after each
-    if constexpr (kFlatWalk<C>) {
-      if (p.flat_col_tiles > 0) {
-        const int tiles_y = tiles_down(), x = flat / tiles_y;
-        const int stop = min(flat_at(blockIdx.x + 1), (x + 1) * tiles_y);  // past this column tile's share
-        first = flat - x * tiles_y;
-        step_tiles = 1;
-        end = int(min(p.rows, int64_t(stop - x * tiles_y) * C::kTileRows));
-        c0 = column_of(uint32_t(x));
-        flat = stop;
-      }
-    }
-    const int64_t step = int64_t(step_tiles) * C::kTileRows;
-    const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
-    if (int64_t(first) * C::kTileRows >= p.rows) {
-      take_amax([] { return 0u; });
-      rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
-      return;
-    }
-    using Walk = typename Pick<C::kShape == FastShape::rows, RowsWalk<C>, TileWalk<C>>::type;
-    Walk at = [&] {
-      if constexpr (C::kShape == FastShape::rows) {
-        return RowsWalk<C>(p, r0, c0, step, lane_row, cl, end);
-      } else {
-        return TileWalk<C>{p, r0, c0, lane_row, step, int(p.cols) - int(c0), end};
-      }
-    }();
-    FusedStats<C> stats;
-    L a{};
-    if constexpr (C::kTransform) a.table = p.act_table;
-    if constexpr (C::kGeo.ring != 0) {
-      static_assert(!kClusterAmax<C>, "the one-launch kernels load their tiles twice (tile_amax_bits)");
-#pragma unroll
-      for (int d = 0; d < L::kRing; ++d) {  // one group per tile, empty past the walk's end
-        if (d == 0 || at.ahead_exists(d)) L::issue(at.src(d), d, p.x);  // tile 0 exists (the return above)
-        cp_async_commit();
-      }
+  const int64_t step = int64_t(step_tiles) * C::kTileRows;
+  const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
+  if (int64_t(first) * C::kTileRows >= p.rows) {
+    take_amax([] { return 0u; });
+    rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
+    return;
+  }
+  using Walk = typename Pick<C::kShape == FastShape::rows, RowsWalk<C>, TileWalk<C>>::type;
+  Walk at = [&] {
+    if constexpr (C::kShape == FastShape::rows) {
+      return RowsWalk<C>(p, r0, c0, step, lane_row, cl, end);
     } else {
+      return TileWalk<C>{p, r0, c0, lane_row, step, int(p.cols) - int(c0), end};
+    }
+  }();
+  FusedStats<C> stats;
+  L a{};
+  if constexpr (C::kTransform) a.table = p.act_table;
+  if constexpr (C::kGeo.ring != 0) {
+    static_assert(!kClusterAmax<C>, "the one-launch kernels load their tiles twice (tile_amax_bits)");
+#pragma unroll
+    for (int d = 0; d < L::kRing; ++d) {  // one group per tile, empty past the walk's end
+      if (d == 0 || at.ahead_exists(d)) L::issue(at.src(d), d, p.x);  // tile 0 exists (the return above)
+      cp_async_commit();
+    }
+  } else {
+    a.load(at.src(0));
+  }
+  if constexpr (kClusterAmax<C>) {
+    // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
+    // already, the second's are L2 hits when the loop loads them while quantizing the first
+    take_amax([&] {
+      // cluster_amax_grid gives no CTA a third tile (FastGrid.SmallPerTensorCallsAreOneCluster...
+      // holds it to that); a third would be quantized without counting in the amax
+      static_assert(kOneLaunchMaxTilesPerCta == 2, "a CTA's tiles: this one and the next");
+      return num::max_u32(tile_amax_bits<C>(at.src(0)), at.next_exists() ? tile_amax_bits<C>(at.src(1)) : 0u);
+    });
+  }
+  num::ScaleRule rule = rule_for_launch();
+  rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
+  Tile::fill_scale_table(rule);
+  auto quantize_tile = [&](L& t) {
+    const int n = at.live();
+    const auto& w = t.tile(n);
+    stats.add(w, p);
+    Tile::run(w, at, n, p, rule, lane, warp);
+  };
+  if constexpr (C::kGeo.ring != 0) {
+    // groups committed before tile i's wait: kRing + i; tile i's is complete once at most
+    // kRing - 1 are pending
+    for (int d = 0;;) {
+      cp_async_wait<L::kRing - 1>();
+      a.take(d);
+      if (at.ahead_exists(L::kRing)) L::issue(at.src(L::kRing), d, p.x);  // warp-uniform
+      cp_async_commit();
+      quantize_tile(a);
+      at.advance();
+      if (at.done()) break;
+      if constexpr (L::kRing > 1) d = d + 1 == L::kRing ? 0 : d + 1;
+    }
+  } else if constexpr (C::kPrefetch) {
+    L b{};
+    if constexpr (C::kTransform) b.table = p.act_table;
+    for (;;) {
+      // tile starts are warp-uniform, so the loop exits are too
+      if (at.next_exists()) b.load(at.src(1));
+      quantize_tile(a);
+      at.advance();
+      if (at.done()) break;
+      if (at.next_exists()) a.load(at.src(1));
+      quantize_tile(b);
+      at.advance();
+      if (at.done()) break;
+    }
+  } else {
+    for (;;) {
+      quantize_tile(a);
+      at.advance();
+      bool done;
+      if constexpr (kFlatWalk<C>) {
+        done = --walk_left == 0;
+      } else {
+        done = at.done();
+      }
+      if (done) {
+        if constexpr (kFlatWalk<C>) {
+          if (flat < share_start(int(blockIdx.x) + 1)) {  // the share goes on in the next column tile
+            stats.publish(p, c0, lane);
+            __syncthreads();  // publish's shared sums are read before the next walk's add writes them
+            stats = FusedStats<C>();
+            flat_walk();
+            at.r0 = int64_t(first) * C::kTileRows + lane_row;
+            at.c0 = c0;
+            at.cols_left = int(p.cols) - int(c0);
+            at.end = end;
+            a.load(at.src(0));
+            continue;
+          }
+        }
+        break;
+      }
       a.load(at.src(0));
     }
-    if constexpr (kClusterAmax<C>) {
-      // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
-      // already, the second's are L2 hits when the loop loads them while quantizing the first
-      take_amax([&] {
-        // cluster_amax_grid gives no CTA a third tile (FastGrid.SmallPerTensorCallsAreOneCluster...
-        // holds it to that); a third would be quantized without counting in the amax
-        static_assert(kOneLaunchMaxTilesPerCta == 2, "a CTA's tiles: this one and the next");
-        return num::max_u32(tile_amax_bits<C>(at.src(0)), at.next_exists() ? tile_amax_bits<C>(at.src(1)) : 0u);
-      });
-    }
-    num::ScaleRule rule = rule_for_launch();
-    rule.elem = C::kElem;  // a constant from here on: the scale arithmetic folds it in
-    Tile::fill_scale_table(rule);
-    auto quantize_tile = [&](L& t) {
-      const int n = at.live();
-      const auto& w = t.tile(n);
-      stats.add(w, p);
-      Tile::run(w, at, n, p, rule, lane, warp);
-    };
-    if constexpr (C::kGeo.ring != 0) {
-      // groups committed before tile i's wait: kRing + i; tile i's is complete once at most
-      // kRing - 1 are pending
-      for (int d = 0;;) {
-        cp_async_wait<L::kRing - 1>();
-        a.take(d);
-        if (at.ahead_exists(L::kRing)) L::issue(at.src(L::kRing), d, p.x);  // warp-uniform
-        cp_async_commit();
-        quantize_tile(a);
-        at.advance();
-        if (at.done()) break;
-        if constexpr (L::kRing > 1) d = d + 1 == L::kRing ? 0 : d + 1;
-      }
-    } else if constexpr (C::kPrefetch) {
-      L b{};
-      if constexpr (C::kTransform) b.table = p.act_table;
-      for (;;) {
-        // tile starts are warp-uniform, so the loop exits are too
-        if (at.next_exists()) b.load(at.src(1));
-        quantize_tile(a);
-        at.advance();
-        if (at.done()) break;
-        if (at.next_exists()) a.load(at.src(1));
-        quantize_tile(b);
-        at.advance();
-        if (at.done()) break;
-      }
-    } else {
-      for (;;) {
-        quantize_tile(a);
-        at.advance();
-        if (at.done()) break;
-        a.load(at.src(0));
-      }
-    }
-    stats.publish(p, c0, lane);
-    if constexpr (kFlatWalk<C>) {
-      if (p.flat_col_tiles > 0 && flat < flat_at(blockIdx.x + 1)) {
-        __syncthreads();  // publish's shared sums are read before the next walk writes them
-        continue;
-      }
-    }
-    break;
   }
+  stats.publish(p, c0, lane);
 }
 
 }  // namespace mxq::cuda

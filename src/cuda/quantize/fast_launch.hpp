@@ -34,12 +34,14 @@ struct FastLaunch {
   dim3 grid;
   int long_ctas;               // 0: fast_grid's strided walk alone
   dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (TileParams::cluster_amax)
-  int flat_col_tiles = 0;      // TileParams::flat_col_tiles: 0, or a flat grid's column tiles
+  int flat_col_tiles = 0;      // TileParams::flat_*: 0, or a flat grid's column tiles ...
+  int flat_share = 0, flat_extra = 0;  // ... and the CTAs' shares of the tiles
 };
-// A fused column-block kernel's one wave (fast_grid: its CTAs fill the bf16 table) gives each CTA
-// a column tile, and where the column tiles do not divide the wave's slots some stay empty (56
-// column tiles of 128 in 7168 fill 224 of 264); it is then flat: a wave of CTAs that each walk a
-// contiguous share of the tiles in column-major order (fast.cuh kFlatWalk).
+// Fused column-block kernels launch flat (fast.cuh kFlatWalk): a CTA per tile where fast_grid
+// gives one, else (fast_grid's one wave, whose CTAs fill the bf16 table) a CTA per slot of the
+// wave, each walking a contiguous share of the tiles in column-major order. fast_grid's wave gives
+// each CTA one column tile, and where the column tiles do not divide the slots some stay empty
+// (56 column tiles of 128 in 7168 fill 224 of 264).
 // `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
 // cluster_amax_grid's, one cluster. `col_transposed` as for fast_grid: the launchers pass both
 // from their TileParams (no defaults, so that none can forget the column form).
