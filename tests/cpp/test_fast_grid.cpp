@@ -327,7 +327,8 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
     int64_t ctas;  // expected; 0: the tile count
   };
   for (const Case c : {Case{8192, 7168, 2, 264}, {32768, 7168, 2, 264}, {30001, 600, 2, 264}, {30001, 600, 3, 396},
-                       {60001, 128, 2, 264}, {8192, 128 * 66, 2, 264}, {256, 7168, 2, 0}, {8192, 64, 2, 0}}) {
+                       {1100, 7168, 2, 264}, {60001, 128, 2, 264}, {8192, 128 * 66, 2, 264}, {256, 7168, 2, 0},
+                       {300, 1024, 2, 0}, {8192, 64, 2, 0}}) {
     const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
     const int64_t total = gx * tiles_y, want = c.ctas ? c.ctas : total;
     const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps);
@@ -339,23 +340,32 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
     EXPECT_GE(int64_t(l.grid.x), int64_t(two_d.x) * two_d.y) << "no fewer CTAs than fast_grid's";
     EXPECT_EQ(act_table_pays(dgelu, c.rows, c.cols, l.grid), act_table_pays(dgelu, c.rows, c.cols, two_d))
         << c.rows << " x " << c.cols << ": the table where fast_grid's wave would use it";
-    // the kernel's shares: [start(b), start(b + 1)), start(b) = b * share + min(b, extra)
+    // every CTA's walk as the kernel takes it (flat_share_of, then one column tile at a time to
+    // the share's end): each tile exactly once, no CTA idle, none longer than ceil(total / N)
     const int64_t n = l.grid.x;
-    auto start = [&](int64_t b) { return b * l.flat_share + std::min<int64_t>(b, l.flat_extra); };
-    EXPECT_EQ(start(n), total) << "every tile, once";
-    if (want == total) {  // a tile each (the kernel takes them in row-major order)
-      EXPECT_EQ(l.flat_share, 1);
-      EXPECT_EQ(l.flat_extra, 0);
-      continue;
-    }
+    std::vector<int> seen(size_t(total), 0);
     int64_t crossing = 0;
     for (int64_t b = 0; b < n; ++b) {
-      const int64_t t0 = start(b), t1 = start(b + 1);
-      ASSERT_LT(t0, t1);
-      ASSERT_LE(t1 - t0, (total + n - 1) / n);
-      crossing += t0 / tiles_y != (t1 - 1) / tiles_y;
+      const FlatShare sh = flat_share_of(int(b), l.flat_col_tiles, int(tiles_y), l.flat_share, l.flat_extra);
+      ASSERT_LT(sh.first, sh.end) << "CTA " << b;
+      ASSERT_LE(sh.end - sh.first, (total + n - 1) / n) << "CTA " << b;
+      int walks = 0;
+      for (int flat = sh.first; flat < sh.end; ++walks) {
+        const int x = flat / int(tiles_y), stop = std::min(sh.end, (x + 1) * int(tiles_y));
+        for (int t = flat; t < stop; ++t) ++seen[size_t(t)];
+        flat = stop;
+      }
+      crossing += walks > 1;
     }
-    if (c.cols == 600) {  // 5 column tiles, which divide neither wave
+    for (int64_t t = 0; t < total; ++t) ASSERT_EQ(seen[size_t(t)], 1) << "tile " << t << " of " << total;
+    if (want == total) {  // a tile each, in row-major order: CTA b's tile is column b % gx, row b / gx
+      if (gx > 1) {
+        EXPECT_EQ(flat_share_of(1, l.flat_col_tiles, int(tiles_y), l.flat_share, l.flat_extra).first, tiles_y)
+            << "CTA 1 takes column tile 1's first row tile";
+      }
+      continue;
+    }
+    if (c.cols == 600 || c.rows == 1100) {  // column tiles that divide neither wave
       EXPECT_GT(crossing, 0) << "some CTAs walk two column tiles (tests/gpu GpuFused.TallShapesWalkManyTiles)";
     }
   }

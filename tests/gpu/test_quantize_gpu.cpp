@@ -946,12 +946,17 @@ TEST(GpuFused, TallShapesWalkManyTiles) {
   EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
   // ... and a flat wave (fast_launch_shape: 5 column tiles, the last one partial, do not divide
   // the slots) whose CTAs' shares cross from one column tile to the next, dbias published per
-  // column tile (tests/cpp/test_fast_grid.cpp FusedRowColWavesThatLeaveSlotsEmptyAreFlat)
+  // column tile (tests/cpp/test_fast_grid.cpp FusedRowColKernelsLaunchFlat); 1100 x 7168 too, whose
+  // dbias tolerance (rows * 2^-24 * sum |y|) is small enough to catch a tile walked twice (at 30001
+  // rows a 128-row tile's sum is within it)
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{30001, 600}, {Activation::gelu, true, true, false}, 4004);
   if (HasFatalFailure()) return;
   EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{30001, 600}, {Activation::swiglu, false, true, false}, 4005);
   if (HasFatalFailure()) return;
+  check_fused("mxfp8:dir=both", DType::bfloat16, Shape{1100, 7168}, {Activation::gelu, true, true, false}, 4006);
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
 #endif
   check_fused("mxfp4", DType::bfloat16, Shape{60001, 64}, {Activation::silu, false, true, false}, 4002);
 }

@@ -1489,21 +1489,20 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // gridDim.y - long_ctas, each of which one short CTA takes.
   // (32-bit: rows is below kFastMaxRows)
   int first = int(blockIdx.y), step_tiles = int(gridDim.y), end = int(p.rows);
-  // Fused column blocks (kFlatWalk) walk flat, every launch (fast_launch_shape): CTA b takes
-  // tiles [start(b), start(b + 1)), start(b) = b * flat_share + min(b, flat_extra), of the
-  // p.flat_col_tiles x tiles_y tiles in column-major order (tile t: column tile t / tiles_y, row
-  // tile t % tiles_y), one column tile after another (the loop below moves the walk on); where
-  // each CTA has one tile (share 1, none extra), tile b in row-major order instead (x fastest, as
-  // a CTA-per-tile grid starts them). 32-bit, no 64-bit divisions (a called routine), and only
-  // `flat` lives across the loop: the rest comes again from p and blockIdx.
+  // Fused column blocks (kFlatWalk) walk flat, every launch (fast_launch_shape): CTA b takes its
+  // share of the tiles (flat_share_of, fast_key.h), one column tile after another (the loop below
+  // moves the walk on). 32-bit, no 64-bit divisions but the tile rows' (a shift), and only
+  // `flat`, the next tile, lives across the loop: the share's end comes again from p and blockIdx.
   auto tiles_down = [&] { return int((p.rows + C::kTileRows - 1) / C::kTileRows); };
-  auto share_start = [&](int b) { return b * p.flat_share + min(b, p.flat_extra); };
+  auto share = [&] {
+    return flat_share_of(int(blockIdx.x), p.flat_col_tiles, tiles_down(), p.flat_share, p.flat_extra);
+  };
   int flat = 0, walk_left = 0;  // walk_left: the walk's tiles to go (a 32-bit count, not at.end's 64-bit row)
   // the walk of the column tile of tile `flat`: its first row tile, end row, columns and tiles
   auto flat_walk = [&] {
     const int tiles_y = tiles_down();
     const int x = tiles_y > 0 ? flat / tiles_y : 0;  // no rows: the empty launch below
-    const int stop = min(share_start(int(blockIdx.x) + 1), (x + 1) * tiles_y);  // past this column tile's share
+    const int stop = min(share().end, (x + 1) * tiles_y);  // past this column tile's share
     first = flat - x * tiles_y;
     step_tiles = 1;
     end = int(min(p.rows, int64_t(stop - x * tiles_y) * C::kTileRows));
@@ -1514,10 +1513,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   static_assert(!kFlatWalk<C> || (C::kGeo.ring == 0 && !C::kPrefetch), "a flat walk moves on in the plain loop");
   if constexpr (kFlatWalk<C>) {
     if (p.flat_col_tiles <= 0 || p.flat_share <= 0) __trap();  // fast_launch_shape always makes it flat
-    const int b = int(blockIdx.x);
-    flat = p.flat_share == 1 && p.flat_extra == 0
-               ? b % p.flat_col_tiles * tiles_down() + b / p.flat_col_tiles  // a tile each, row-major
-               : share_start(b);
+    flat = share().first;
     flat_walk();
   } else if (p.long_ctas > 0) {
     const int shared = tiles_down() - (step_tiles - p.long_ctas);  // the long CTAs' tiles
@@ -1614,7 +1610,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       }
       if (done) {
         if constexpr (kFlatWalk<C>) {
-          if (flat < share_start(int(blockIdx.x) + 1)) {  // the share goes on in the next column tile
+          if (flat < share().end) {  // the share goes on in the next column tile
             stats.publish(p, c0, lane);
             __syncthreads();  // publish's shared sums are read before the next walk's add writes them
             stats = FusedStats<C>();

@@ -26,6 +26,23 @@ struct FastKey {
   bool col_same = false;
   bool operator==(const FastKey&) const = default;
 };
+// The flat grids of the fused column-block kernels (fast.cuh kFlatWalk, FastLaunch): CTA b's
+// tiles [first, end) of the col_tiles x tiles_y tiles in column-major order (tile t: column tile
+// t / tiles_y, row tile t % tiles_y), `share` each and one more for b < extra; with one tile each
+// (share 1, none extra), tile b in row-major order instead (x fastest, as a 2-D grid starts them),
+// its end one past it. The kernel and the launcher's tests both take the shares from here.
+struct FlatShare {
+  int first, end;
+};
+constexpr MXQ_HD int flat_share_start(int b, int share, int extra) { return b * share + (b < extra ? b : extra); }
+constexpr MXQ_HD FlatShare flat_share_of(int b, int col_tiles, int tiles_y, int share, int extra) {
+  if (share == 1 && extra == 0) {
+    const int t = b % col_tiles * tiles_y + b / col_tiles;
+    return {t, t + 1};
+  }
+  return {flat_share_start(b, share, extra), flat_share_start(b + 1, share, extra)};
+}
+
 // Whether the column form (transposed or same-shape) is part of a column-block key: NVFP4 only,
 // so that every other recipe keeps one kernel (and its AOT entry) for both forms.
 constexpr bool keys_column_form(num::Scheme s) { return s == num::Scheme::nvfp4; }

@@ -123,7 +123,7 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
   // NVFP4's 2-D one (session 23, same process: 0.790 / 0.853 of copy with the tail against 0.799
   // / 0.862 without, at 8192 / 32768 rows).
   if (key.fuse && key.shape == FastShape::colblocks) {  // fast.cuh kFlatWalk: always flat
-    const int64_t tiles = int64_t(grid.x) * tiles_y;
+    const int64_t tiles = std::max<int64_t>(1, int64_t(grid.x) * tiles_y);  // (no columns: one empty tile)
     if (tiles >= (int64_t(1) << 31)) fail(ErrorCode::internal, "fast_launch_shape: over 2^31 tiles for a flat grid");
     int64_t ctas = tiles;  // a tile each
     if (per_cta > 1) {     // fast_grid's one wave: all of the wave's slots where the table still pays
@@ -131,7 +131,7 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
       ctas = std::min(wave, tiles);
       if (!act_table_fill_pays(rows, cols, dim3(unsigned(ctas)))) ctas = int64_t(grid.x) * grid.y;
     }
-    return {dim3(unsigned(ctas)), 0, dim3(0u), int(grid.x), int(tiles / ctas), int(tiles % ctas)};
+    return {dim3(unsigned(ctas)), 0, dim3(0u), std::max(1, int(grid.x)), int(tiles / ctas), int(tiles % ctas)};
   }
   if (key.fuse || key.shape == FastShape::two_d || per_cta < 2) return {grid, 0};
   // CTA rows of one tile each, a wave of them (two waves measured no better)
