@@ -1611,7 +1611,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       if (done) {
         if constexpr (kFlatWalk<C>) {
           if (flat < share().end) {  // the share goes on in the next column tile
-            stats.publish(p, c0, lane);
+            stats.publish(p, at.c0, lane);
             __syncthreads();  // publish's shared sums are read before the next walk's add writes them
             stats = FusedStats<C>();
             flat_walk();
@@ -1628,7 +1628,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       a.load(at.src(0));
     }
   }
-  stats.publish(p, c0, lane);
+  stats.publish(p, kFlatWalk<C> ? at.c0 : c0, lane);  // (flat: the walk's own copy, not a second 64-bit value live)
 }
 
 }  // namespace mxq::cuda
