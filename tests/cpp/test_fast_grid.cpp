@@ -331,8 +331,8 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
                        {300, 1024, 2, 0}, {8192, 64, 2, 0}}) {
     const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
     const int64_t total = gx * tiles_y, want = c.ctas ? c.ctas : total;
-    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps);
-    const dim3 two_d = fast_grid(dgelu, c.rows, c.cols, kSms, c.bps);
+    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps, false, true);
+    const dim3 two_d = fast_grid(dgelu, c.rows, c.cols, kSms, c.bps, true);
     EXPECT_EQ(l.flat_col_tiles, gx) << c.rows << " x " << c.cols;
     EXPECT_EQ(int64_t(l.grid.x), want) << c.rows << " x " << c.cols;
     EXPECT_EQ(l.grid.y, 1u);
