@@ -185,11 +185,22 @@ struct TileSrc {
 
 // The colblocks and two_d shapes: row tiles r0 = first row + k * step, positions recomputed
 // from r0 per tile.
+// Fused column-block kernels: where their one-wave grid leaves slots empty (its CTAs each take
+// one column tile, and the column tiles do not divide the slots), a flat grid instead, each CTA
+// walking a contiguous share of the tiles in column-major order, one walk per column tile it
+// reaches (TileParams::flat_col_tiles, FastLaunch).
+template <class C>
+inline constexpr bool kFlatWalk = C::kFused && C::kShape == FastShape::colblocks;
+
 template <class C>
 struct TileWalk {
   static constexpr int kInBytes = C::kInDType == 0 ? 4 : 2;
   const TileParams& p;
   int64_t r0, c0, lane_row, step;
+  // c0 as the tile code reads it: a flat walk's column moves with the walk, so it is zero-extended
+  // from 32 bits (below kFastMaxCols) and no high word stays live across its tiles (bf16 fp8_block
+  // 1x32 dgelu+dbias spilled it: 8 bytes)
+  __device__ int64_t col() const { return kFlatWalk<C> ? int64_t(uint32_t(c0)) : c0; }
   // Columns from c0 to the end (<= 0: none) in 32 bits (below kFastMaxCols): a tile's column
   // tests are one compare each, not 64-bit ones against a c0 rematerialised for each
   // (SASS count of MXFP8 row+col's interior tile: 11 fewer instructions).
@@ -204,13 +215,13 @@ struct TileWalk {
   __device__ int live() const { return live_at(r0); }
   __device__ TileSrc src(int ahead) const {
     const int64_t r = r0 + ahead * step;
-    TileSrc s{static_cast<const char*>(p.x) + (r * p.row_stride + c0) * kInBytes, nullptr, p.row_stride * kInBytes,
+    TileSrc s{static_cast<const char*>(p.x) + (r * p.row_stride + col()) * kInBytes, nullptr, p.row_stride * kInBytes,
               0, live_at(r)};
     if constexpr (C::kGated) {
       s.x2 = s.x + p.gate_offset * kInBytes;
       s.pitch2 = s.pitch;
     } else if constexpr (C::kDact) {
-      s.x2 = static_cast<const char*>(p.act_x) + (r * p.act_stride + c0) * kInBytes;
+      s.x2 = static_cast<const char*>(p.act_x) + (r * p.act_stride + col()) * kInBytes;
       s.pitch2 = p.act_stride * kInBytes;
     }
     return s;
@@ -589,13 +600,6 @@ struct FusedStats {
   }
 };
 
-// Fused column-block kernels: where their one-wave grid leaves slots empty (its CTAs each take
-// one column tile, and the column tiles do not divide the slots), a flat grid instead, each CTA
-// walking a contiguous share of the tiles in column-major order, one walk per column tile it
-// reaches (TileParams::flat_col_tiles, FastLaunch).
-template <class C>
-inline constexpr bool kFlatWalk = C::kFused && C::kShape == FastShape::colblocks;
-
 template <class C>
 struct FastTile {
   static constexpr int kR = C::kR, kW = C::kW;
@@ -788,7 +792,7 @@ struct FastTile {
   // rows exist.
   __device__ static void run(const uint32_t (&w)[kR][kW], const TileWalk<C>& at, int n, const TileParams& p,
                              const num::ScaleRule& rule, int lane, int warp) {
-    const int64_t r0 = at.r0, c0 = at.c0;
+    const int64_t r0 = at.r0, c0 = at.col();
     const int rl = lane / C::kCL, cl = lane % C::kCL;
 
     // ---- 2-D blocks: one maximum per kH x kG block
@@ -1524,7 +1528,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       first = shared + (first - p.long_ctas);  // one tile: the next is past the end
     }
   }
-  const int64_t step = int64_t(step_tiles) * C::kTileRows;
+  // a flat walk steps one tile at a time: a constant, not two registers
+  const int64_t step = kFlatWalk<C> ? int64_t(C::kTileRows) : int64_t(step_tiles) * C::kTileRows;
   const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
   if (int64_t(first) * C::kTileRows >= p.rows) {
     take_amax([] { return 0u; });
@@ -1611,7 +1616,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       if (done) {
         if constexpr (kFlatWalk<C>) {
           if (flat < share().end) {  // the share goes on in the next column tile
-            stats.publish(p, at.c0, lane);
+            stats.publish(p, at.col(), lane);
             __syncthreads();  // publish's shared sums are read before the next walk's add writes them
             stats = FusedStats<C>();
             flat_walk();
@@ -1628,7 +1633,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       a.load(at.src(0));
     }
   }
-  stats.publish(p, kFlatWalk<C> ? at.c0 : c0, lane);  // (flat: the walk's own copy, not a second 64-bit value live)
+  if constexpr (kFlatWalk<C>) {
+    stats.publish(p, at.col(), lane);  // the walk's own copy, not a second 64-bit value live
+  } else {
+    stats.publish(p, c0, lane);
+  }
 }
 
 }  // namespace mxq::cuda
