@@ -313,8 +313,9 @@ TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
 // Fused column-block kernels always launch flat (fast.cuh kFlatWalk): one CTA per tile where
 // fast_grid gives a CTA per tile, else a CTA per slot of the wave (fast_grid's one wave leaves
 // slots empty where the column tiles do not divide them: 56 column tiles of 7168 fill 224 of 264)
-// so long as the table still pays; the shares cover every tile once, are never empty nor longer
-// than ceil(total / N), and some cross into the next column tile.
+// so long as the table still pays, walking bands of at most 8192 rows (kFlatBandRows); the shares
+// cover every tile once, stay in their bands, are never empty nor more than one tile over the
+// mean, and some cross into the next column tile.
 TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
   const FastKey dgelu{2, num::Scheme::mx, num::ElemFormat::e4m3fn, FastShape::colblocks, 32, 32,
                       num::ScaleLayout::row_major, num::ScaleLayout::row_major,
@@ -325,10 +326,15 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
     int64_t rows, cols;
     int bps;
     int64_t ctas;  // expected; 0: the tile count
+    int band;      // expected row tiles per band; 0: all of them
   };
-  for (const Case c : {Case{8192, 7168, 2, 264}, {32768, 7168, 2, 264}, {30001, 600, 2, 264}, {30001, 600, 3, 396},
-                       {1100, 7168, 2, 264}, {60001, 128, 2, 264}, {8192, 128 * 66, 2, 264}, {256, 7168, 2, 0},
-                       {300, 1024, 2, 0}, {8192, 64, 2, 0}}) {
+  // 32768 x 7168: 4 bands of 64 row tiles (8192 rows); 40000 x 7168: 313 row tiles, 4 bands of 78
+  // (the last 79); 30001 x 600: 235 row tiles in 5 column tiles, bands of at least 4 x 264 / 5 = 212
+  // row tiles: one; 70001 x 600: 547, two bands of 273 (the last 274); 60001 x 128: one band
+  for (const Case c : {Case{8192, 7168, 2, 264, 0}, {32768, 7168, 2, 264, 64}, {30001, 600, 2, 264, 0},
+                       {70001, 600, 2, 264, 273}, {30001, 600, 3, 396, 0}, {1100, 7168, 2, 264, 0},
+                       {60001, 128, 2, 264, 0}, {8192, 128 * 66, 2, 264, 0}, {40000, 7168, 2, 264, 78},
+                       {256, 7168, 2, 0, 0}, {300, 1024, 2, 0, 0}, {8192, 64, 2, 0, 0}}) {
     const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
     const int64_t total = gx * tiles_y, want = c.ctas ? c.ctas : total;
     const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps, false, true);
@@ -340,33 +346,48 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
     EXPECT_GE(int64_t(l.grid.x), int64_t(two_d.x) * two_d.y) << "no fewer CTAs than fast_grid's";
     EXPECT_EQ(act_table_pays(dgelu, c.rows, c.cols, l.grid), act_table_pays(dgelu, c.rows, c.cols, two_d))
         << c.rows << " x " << c.cols << ": the table where fast_grid's wave would use it";
-    // every CTA's walk as the kernel takes it (flat_share_of, then one column tile at a time to
-    // the share's end): each tile exactly once, no CTA idle, none longer than ceil(total / N)
+    EXPECT_EQ(l.flat_band, c.band ? c.band : tiles_y) << c.rows << " x " << c.cols;
+    // every CTA's walk as the kernel takes it (its share of each band, one column tile at a time
+    // to the share's end): each tile exactly once, no CTA idle, none more than one tile over the
+    // mean, and every band's tiles in that band's rows
     const int64_t n = l.grid.x;
+    const FlatGrid fg{l.flat_col_tiles, int(tiles_y), l.flat_band, int(n)};
     std::vector<int> seen(size_t(total), 0);
     int64_t crossing = 0;
     for (int64_t b = 0; b < n; ++b) {
-      const FlatShare sh = flat_share_of(int(b), l.flat_col_tiles, int(tiles_y), l.flat_share, l.flat_extra);
-      ASSERT_LT(sh.first, sh.end) << "CTA " << b;
-      ASSERT_LE(sh.end - sh.first, (total + n - 1) / n) << "CTA " << b;
-      int walks = 0;
-      for (int flat = sh.first; flat < sh.end; ++walks) {
-        const int x = flat / int(tiles_y), stop = std::min(sh.end, (x + 1) * int(tiles_y));
-        for (int t = flat; t < stop; ++t) ++seen[size_t(t)];
-        flat = stop;
+      int walks = 0, tiles = 0;
+      for (int k = 0; k < fg.bands(); ++k) {
+        const FlatShare sh = fg.share(int(b), k);
+        for (int flat = sh.first; flat < sh.end; ++walks) {
+          const FlatStep w = fg.walk(flat, sh.end);
+          ASSERT_GT(w.stop, flat) << "CTA " << b;
+          ASSERT_LT(w.col_tile, gx);
+          ASSERT_GE(w.row_tile, k * fg.band) << "CTA " << b << " band " << k;
+          ASSERT_LE(w.row_tile + (w.stop - flat), k + 1 == fg.bands() ? tiles_y : (k + 1) * int64_t(fg.band));
+          for (int t = flat; t < w.stop; ++t) {
+            // flat index t: band k, column tile w.col_tile, row tile w.row_tile + (t - flat)
+            const int64_t row = w.row_tile + (t - flat), band_h = fg.height(k);
+            const int64_t at = int64_t(k) * gx * fg.band + int64_t(w.col_tile) * band_h + (row - int64_t(k) * fg.band);
+            ASSERT_EQ(at, t);
+            ++seen[size_t(t)];
+          }
+          tiles += w.stop - flat;
+          flat = w.stop;
+        }
       }
-      crossing += walks > 1;
+      ASSERT_GT(tiles, 0) << "CTA " << b << " idle";
+      ASSERT_LE(tiles, (total + n - 1) / n + 1) << "CTA " << b;
+      crossing += walks > fg.bands();
     }
     for (int64_t t = 0; t < total; ++t) ASSERT_EQ(seen[size_t(t)], 1) << "tile " << t << " of " << total;
     if (want == total) {  // a tile each, in row-major order: CTA b's tile is column b % gx, row b / gx
       if (gx > 1) {
-        EXPECT_EQ(flat_share_of(1, l.flat_col_tiles, int(tiles_y), l.flat_share, l.flat_extra).first, tiles_y)
-            << "CTA 1 takes column tile 1's first row tile";
+        EXPECT_EQ(fg.share(1, 0).first, tiles_y) << "CTA 1 takes column tile 1's first row tile";
       }
       continue;
     }
     if (c.cols == 600 || c.rows == 1100) {  // column tiles that divide neither wave
-      EXPECT_GT(crossing, 0) << "some CTAs walk two column tiles (tests/gpu GpuFused.TallShapesWalkManyTiles)";
+      EXPECT_GT(crossing, 0) << "some CTAs walk two column tiles in a band (tests/gpu GpuFused.TallShapesWalkManyTiles)";
     }
   }
 }

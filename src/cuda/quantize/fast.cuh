@@ -1494,31 +1494,43 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // (32-bit: rows is below kFastMaxRows)
   int first = int(blockIdx.y), step_tiles = int(gridDim.y), end = int(p.rows);
   // Fused column blocks (kFlatWalk) walk flat, every launch (fast_launch_shape): CTA b takes its
-  // share of the tiles (flat_share_of, fast_key.h), one column tile after another (the loop below
-  // moves the walk on). 32-bit, no 64-bit divisions but the tile rows' (a shift), and only
-  // `flat`, the next tile, lives across the loop: the share's end comes again from p and blockIdx.
+  // share of each band's tiles (fast_key.h FlatGrid), one column tile after another (the loop
+  // below moves the walk on). 32-bit, no 64-bit divisions but the tile rows' (a shift), and only
+  // `flat`, the next tile, lives across the loop: the rest comes again from p and the indices.
   auto tiles_down = [&] { return int((p.rows + C::kTileRows - 1) / C::kTileRows); };
-  auto share = [&] {
-    return flat_share_of(int(blockIdx.x), p.flat_col_tiles, tiles_down(), p.flat_share, p.flat_extra);
-  };
+  auto flat_grid = [&] { return FlatGrid{p.flat_col_tiles, tiles_down(), p.flat_band, int(gridDim.x)}; };
   int flat = 0, walk_left = 0;  // walk_left: the walk's tiles to go (a 32-bit count, not at.end's 64-bit row)
-  // the walk of the column tile of tile `flat`: its first row tile, end row, columns and tiles
+  // the walk from tile `flat` to the end of its column tile or of the CTA's share of its band
   auto flat_walk = [&] {
-    const int tiles_y = tiles_down();
-    const int x = tiles_y > 0 ? flat / tiles_y : 0;  // no rows: the empty launch below
-    const int stop = min(share().end, (x + 1) * tiles_y);  // past this column tile's share
-    first = flat - x * tiles_y;
+    const FlatGrid g = flat_grid();
+    const FlatStep w = g.walk(flat, g.share(int(blockIdx.x), g.band_of(flat)).end);
+    first = w.row_tile;
     step_tiles = 1;
-    end = int(min(p.rows, int64_t(stop - x * tiles_y) * C::kTileRows));
-    c0 = column_of(uint32_t(x));
-    walk_left = stop - flat;
-    flat = stop;
+    end = int(min(p.rows, int64_t(w.row_tile + (w.stop - flat)) * C::kTileRows));
+    c0 = column_of(uint32_t(w.col_tile));
+    walk_left = w.stop - flat;
+    flat = w.stop;
+  };
+  // the next band's share from band k on (false: none left)
+  auto next_share = [&](int k) {
+    const FlatGrid g = flat_grid();
+    for (; k < g.bands(); ++k) {
+      const FlatShare s = g.share(int(blockIdx.x), k);
+      if (s.first < s.end) {
+        flat = s.first;
+        return true;
+      }
+    }
+    return false;
   };
   static_assert(!kFlatWalk<C> || (C::kGeo.ring == 0 && !C::kPrefetch), "a flat walk moves on in the plain loop");
   if constexpr (kFlatWalk<C>) {
-    if (p.flat_col_tiles <= 0 || p.flat_share <= 0) __trap();  // fast_launch_shape always makes it flat
-    flat = share().first;
-    flat_walk();
+    if (p.flat_col_tiles <= 0 || p.flat_band <= 0) __trap();  // fast_launch_shape always makes it flat
+    if (next_share(0)) {
+      flat_walk();
+    } else {
+      first = tiles_down();  // no tile (no rows, or a band narrower than the grid): the empty launch below
+    }
   } else if (p.long_ctas > 0) {
     const int shared = tiles_down() - (step_tiles - p.long_ctas);  // the long CTAs' tiles
     if (first < p.long_ctas) {
@@ -1615,7 +1627,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       }
       if (done) {
         if constexpr (kFlatWalk<C>) {
-          if (flat < share().end) {  // the share goes on in the next column tile
+          // the share goes on in the next column tile, or in the next band
+          const FlatGrid g = flat_grid();
+          const int k = g.band_of(flat - 1);
+          if (flat < g.share(int(blockIdx.x), k).end || next_share(k + 1)) {
             stats.publish(p, at.col(), lane);
             __syncthreads();  // publish's shared sums are read before the next walk's add writes them
             stats = FusedStats<C>();

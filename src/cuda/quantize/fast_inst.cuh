@@ -34,8 +34,7 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
   params.act_table = act_table_pays(C::kKey, rows, cols, l.grid);
   params.long_ctas = l.long_ctas;
   params.flat_col_tiles = l.flat_col_tiles;
-  params.flat_share = l.flat_share;
-  params.flat_extra = l.flat_extra;
+  params.flat_band = l.flat_band;
   return pdl_launch_cluster(fast_quantize_kernel<C>, l.grid, dim3(C::kThreads), kSmem, l.cluster, stream, true,
                             params);
 }

@@ -26,22 +26,50 @@ struct FastKey {
   bool col_same = false;
   bool operator==(const FastKey&) const = default;
 };
-// The flat grids of the fused column-block kernels (fast.cuh kFlatWalk, FastLaunch): CTA b's
-// tiles [first, end) of the col_tiles x tiles_y tiles in column-major order (tile t: column tile
-// t / tiles_y, row tile t % tiles_y), `share` each and one more for b < extra; with one tile each
-// (share 1, none extra), tile b in row-major order instead (x fastest, as a 2-D grid starts them),
-// its end one past it. The kernel and the launcher's tests both take the shares from here.
+// The flat grids of the fused column-block kernels (fast.cuh kFlatWalk, FastLaunch): the
+// col_tiles x tiles_y tiles go in bands of `band` row tiles (the last one takes the rest), one band
+// after another; within band k, of height h, tile u is column tile u / h and row tile k * band +
+// u % h (column-major), and each of the `ctas` CTAs takes a contiguous share of the band's tiles,
+// q = tiles / ctas or one more (the first tiles % ctas CTAs). With one tile each in a band, tile b
+// is taken in row-major order instead (x fastest, as a 2-D grid starts them). A CTA walks one
+// column tile at a time to its share's end (walk), then its share of the next band: so all CTAs
+// sweep a band at a time and the tiles in flight stay within a band's rows, as fast_grid's one wave
+// keeps them within a few row tiles. Flat indices: band k's tiles start at k * col_tiles * band.
+// The kernel and the launcher's tests both walk it through here.
 struct FlatShare {
   int first, end;
 };
-constexpr MXQ_HD int flat_share_start(int b, int share, int extra) { return b * share + (b < extra ? b : extra); }
-constexpr MXQ_HD FlatShare flat_share_of(int b, int col_tiles, int tiles_y, int share, int extra) {
-  if (share == 1 && extra == 0) {
-    const int t = b % col_tiles * tiles_y + b / col_tiles;
-    return {t, t + 1};
+struct FlatStep {
+  int row_tile, col_tile, stop;  // a walk: row tiles row_tile.. of col_tile, flat indices to stop
+};
+struct FlatGrid {
+  int col_tiles, tiles_y, band, ctas;
+  // floor(tiles_y / band) bands, the last one taking the rest (band to 2 * band - 1 row tiles)
+  constexpr MXQ_HD int bands() const { return tiles_y >= 2 * band ? tiles_y / band : 1; }
+  constexpr MXQ_HD int height(int k) const { return k == bands() - 1 ? tiles_y - k * band : band; }
+  constexpr MXQ_HD int band_of(int flat) const {
+    const int k = flat / (col_tiles * band);
+    return k < bands() ? k : bands() - 1;
   }
-  return {flat_share_start(b, share, extra), flat_share_start(b + 1, share, extra)};
-}
+  // CTA b's share of band k. The r CTAs with one tile more move on by r each band, so that over
+  // the bands no CTA takes more than one tile over the mean.
+  constexpr MXQ_HD FlatShare share(int b, int k) const {
+    const int h = height(k), tiles = col_tiles * h, q = tiles / ctas, r = tiles % ctas, base = k * col_tiles * band;
+    if (q == 1 && r == 0) {
+      const int t = base + b % col_tiles * h + b / col_tiles;
+      return {t, t + 1};
+    }
+    // (k * r is below the tiles, 2^31: a band holds at least as many tiles as CTAs, or there is one)
+    const int rot = k * r % ctas, c = b >= rot ? b - rot : b - rot + ctas;
+    return {base + c * q + (c < r ? c : r), base + (c + 1) * q + (c + 1 < r ? c + 1 : r)};
+  }
+  // the walk from flat index `flat` (in a share ending at `end`) to the end of its column tile
+  constexpr MXQ_HD FlatStep walk(int flat, int end) const {
+    const int k = band_of(flat), h = height(k), base = k * col_tiles * band, u = flat - base, x = u / h;
+    const int stop = base + (x + 1) * h;
+    return {k * band + u - x * h, x, end < stop ? end : stop};
+  }
+};
 
 // Whether the column form (transposed or same-shape) is part of a column-block key: NVFP4 only,
 // so that every other recipe keeps one kernel (and its AOT entry) for both forms.

@@ -125,13 +125,19 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
   if (key.fuse && key.shape == FastShape::colblocks) {  // fast.cuh kFlatWalk: always flat
     const int64_t tiles = std::max<int64_t>(1, int64_t(grid.x) * tiles_y);  // (no columns: one empty tile)
     if (tiles >= (int64_t(1) << 31)) fail(ErrorCode::internal, "fast_launch_shape: over 2^31 tiles for a flat grid");
-    int64_t ctas = tiles;  // a tile each
-    if (per_cta > 1) {     // fast_grid's one wave: all of the wave's slots where the table still pays
+    int64_t ctas = tiles;  // a tile each, one band
+    int64_t band = std::max<int64_t>(1, tiles_y);
+    if (per_cta > 1) {  // fast_grid's one wave: all of the wave's slots where the table still pays
       const int64_t wave = int64_t(sms) * std::max(1, blocks_per_sm);
       ctas = std::min(wave, tiles);
       if (!act_table_fill_pays(rows, cols, dim3(unsigned(ctas)))) ctas = int64_t(grid.x) * grid.y;
+      // bands of about kFlatBandRows rows, as even as they go (FlatGrid's last takes the rest), each
+      // of at least kFlatBandMinShare tiles per CTA (narrow tensors: fewer bands)
+      const int64_t want = std::max(kFlatBandRows / fast_geometry(key).tile_rows,
+                                    num::ceil_div(kFlatBandMinShare * ctas, std::max<int64_t>(1, grid.x)));
+      band = tiles_y / std::max<int64_t>(1, tiles_y / want);
     }
-    return {dim3(unsigned(ctas)), 0, dim3(0u), std::max(1, int(grid.x)), int(tiles / ctas), int(tiles % ctas)};
+    return {dim3(unsigned(ctas)), 0, dim3(0u), std::max(1, int(grid.x)), int(band)};
   }
   if (key.fuse || key.shape == FastShape::two_d || per_cta < 2) return {grid, 0};
   // CTA rows of one tile each, a wave of them (two waves measured no better)

@@ -35,13 +35,19 @@ struct FastLaunch {
   int long_ctas;               // 0: fast_grid's strided walk alone
   dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (TileParams::cluster_amax)
   int flat_col_tiles = 0;      // TileParams::flat_*: 0, or a flat grid's column tiles ...
-  int flat_share = 0, flat_extra = 0;  // ... and the CTAs' shares of the tiles
+  int flat_band = 0;           // ... and row tiles per band (fast_key.h FlatGrid)
 };
 // Fused column-block kernels launch flat (fast.cuh kFlatWalk): a CTA per tile where fast_grid
 // gives one, else (fast_grid's one wave, whose CTAs fill the bf16 table) a CTA per slot of the
-// wave, each walking a contiguous share of the tiles in column-major order. fast_grid's wave gives
-// each CTA one column tile, and where the column tiles do not divide the slots some stay empty
-// (56 column tiles of 128 in 7168 fill 224 of 264).
+// wave, each walking a contiguous share of each band's tiles in column-major order, band after
+// band (fast_key.h FlatGrid). fast_grid's wave gives each CTA one column tile, and where the
+// column tiles do not divide the slots some stay empty (56 column tiles of 128 in 7168 fill 224 of
+// 264). Bands of at most kFlatBandRows rows keep the CTAs' tiles within a band's rows, as the wave's
+// CTAs stay within a few row tiles of each other. Measured (H100, bench/RESULTS.md session 38, call
+// 1, same process): one band, shares over all the rows, MXFP8 row+col dgelu+dbias 0.730 -> 0.824 of
+// copy at 8192 x 7168 but 0.706 -> 0.681 at 32768 x 7168. A band holds at least kFlatBandMinShare
+// tiles per CTA (narrow tensors: fewer, taller bands).
+inline constexpr int64_t kFlatBandRows = 8192, kFlatBandMinShare = 4;
 // `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
 // cluster_amax_grid's, one cluster. `col_transposed` as for fast_grid: the launchers pass both
 // from their TileParams (no defaults, so that none can forget the column form).

@@ -45,9 +45,8 @@ struct TileParams {
   // long_ctas takes one of the last row tiles: a short tail (FastLaunch, fast_launch.cpp).
   int long_ctas;
   // Fused column-block kernels (fast.cuh kFlatWalk), whose grids are always flat (FastLaunch):
-  // the column tiles, and CTA b's share of the tiles in column-major order, flat_share of them
-  // and one more for b < flat_extra.
-  int flat_col_tiles, flat_share, flat_extra;
+  // the column tiles and the row tiles of a band (fast_key.h FlatGrid).
+  int flat_col_tiles, flat_band;
   // fp8_tensor / NVFP4 rows kernels over a small input (cluster_amax_grid, fast_launch.hpp): the
   // grid is one cluster, each of whose CTAs takes the amax of its one or two row tiles, shares it
   // through distributed shared memory, then quantizes them (the tiles come again from L2), in one

@@ -216,8 +216,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   params.act_table = cuda::act_table_pays(key, rows, cols, grid);
   params.long_ctas = shape.long_ctas;
   params.flat_col_tiles = shape.flat_col_tiles;
-  params.flat_share = shape.flat_share;
-  params.flat_extra = shape.flat_extra;
+  params.flat_band = shape.flat_band;
   void* args[] = {&params};
   if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
     check_cu(r, "jit: launching " + key_text(key));
