@@ -119,7 +119,8 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
   const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm, col_transposed);
   const int64_t tiles_y = row_tiles(fast_geometry(key), rows);
   const int64_t per_cta = num::ceil_div(tiles_y, grid.y);  // row tiles of the busiest CTA
-  // Fused kernels publish their statistics once per CTA: their grids stay as they are. So does
+  // Fused rows kernels publish their statistics once per CTA: their grids stay as they are (the
+  // fused column-block ones launch flat, just below, and publish per column tile walked). So does
   // NVFP4's 2-D one (session 23, same process: 0.790 / 0.853 of copy with the tail against 0.799
   // / 0.862 without, at 8192 / 32768 rows).
   if (key.fuse && key.shape == FastShape::colblocks) {  // fast.cuh kFlatWalk: always flat
