@@ -215,6 +215,17 @@ TEST(JitCompile, Fp4ColumnBlockKernelsDoNotSpill) {
   }
 }
 
+// Every key is valid, compiles, and ptxas reports no spill stores for it.
+void expect_no_spills(const std::vector<cuda::FastKey>& keys, const char* what) {
+  for (const auto& k : keys) ASSERT_TRUE(cuda::fast_key_valid(k)) << key_text(k);
+  std::vector<std::string> logs;
+  expect_all_compile(keys, what, &logs);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_NE(logs[i].find("Used "), std::string::npos) << "no ptxas report for " << key_text(keys[i]);
+    EXPECT_EQ(spill_store_bytes(logs[i]), 0) << key_text(keys[i]) << "\n" << logs[i];
+  }
+}
+
 // The column-block kernels that stage their 1-byte scales in shared memory (fast.cuh
 // kByteScaleScheme) spill nothing from bf16 input: fp8_block's FP8 and FP4 1 x 32, plain and
 // fused (staged, FP8's dgelu+dbias spilled 125 instructions' worth, so fused fp8_block kernels do
@@ -232,13 +243,7 @@ TEST(JitCompile, StagedColumnBlockKernelsDoNotSpill) {
     keys.push_back({2, num::Scheme::fp8_block, e, cuda::FastShape::colblocks, 32, 32, L::row_major, L::row_major, f});
   keys.push_back({2, num::Scheme::nvfp4, num::ElemFormat::e2m1, cuda::FastShape::colblocks, 16, 16, L::row_major,
                   L::row_major});
-  for (const auto& k : keys) ASSERT_TRUE(cuda::fast_key_valid(k)) << key_text(k);
-  std::vector<std::string> logs;
-  expect_all_compile(keys, "staged column-block configurations", &logs);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    EXPECT_NE(logs[i].find("Used "), std::string::npos) << "no ptxas report for " << key_text(keys[i]);
-    EXPECT_EQ(spill_store_bytes(logs[i]), 0) << key_text(keys[i]) << "\n" << logs[i];
-  }
+  expect_no_spills(keys, "staged column-block configurations");
 }
 
 // The fused MXFP8 row+col kernels from bf16 walk flat, band by band (fast.cuh kFlatWalk) with no
@@ -251,13 +256,7 @@ TEST(JitCompile, FusedRowColKernelsDoNotSpill) {
                       cuda::fuse_bits(int(A::silu), true, true)})
     keys.push_back({2, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::colblocks, 32, 32,
                     num::ScaleLayout::row_major, num::ScaleLayout::row_major, f});
-  for (const auto& k : keys) ASSERT_TRUE(cuda::fast_key_valid(k)) << key_text(k);
-  std::vector<std::string> logs;
-  expect_all_compile(keys, "fused MXFP8 row+col configurations", &logs);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    EXPECT_NE(logs[i].find("Used "), std::string::npos) << "no ptxas report for " << key_text(keys[i]);
-    EXPECT_EQ(spill_store_bytes(logs[i]), 0) << key_text(keys[i]) << "\n" << logs[i];
-  }
+  expect_no_spills(keys, "fused MXFP8 row+col configurations");
 }
 
 // The fused rows kernels keep their tiles in registers: ptxas spills none of them to local
