@@ -53,7 +53,7 @@ struct FlatGrid {
   }
   // the band of row tile y, and the flat index of row tile y of column tile x in band k
   constexpr MXQ_HD int band_of_row(int y) const { return y / band < bands() ? y / band : bands() - 1; }
-  constexpr MXQ_HD int flat_of(int k, int x, int y) const { return k * col_tiles * band + x * height(k) + y - k * band; }
+  constexpr MXQ_HD int flat_of(int k, int x, int y) const { return k * col_tiles * band + x * height(k) + (y - k * band); }
   // CTA b's share of band k. The r CTAs with one tile more move on by r each band, so that over
   // the bands no CTA takes more than one tile over the mean.
   constexpr MXQ_HD FlatShare share(int b, int k) const {
