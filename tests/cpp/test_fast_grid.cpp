@@ -371,6 +371,10 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
             ASSERT_EQ(at, t);
             ++seen[size_t(t)];
           }
+          // the kernel finds where the walk ended from the row tile it advanced to (fast.cuh)
+          const int y = w.row_tile + (w.stop - flat);
+          ASSERT_EQ(fg.band_of_row(y - 1), k);
+          ASSERT_EQ(fg.flat_of(k, w.col_tile, y), w.stop) << "CTA " << b;
           tiles += w.stop - flat;
           flat = w.stop;
         }

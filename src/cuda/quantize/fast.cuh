@@ -1496,38 +1496,36 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // Fused column blocks (kFlatWalk) walk flat, every launch (fast_launch_shape): CTA b takes its
   // share of each band's tiles (fast_key.h FlatGrid), one column tile after another (the loop
   // below moves the walk on). 32-bit, no 64-bit divisions but the tile rows' (a shift), and only
-  // `flat`, the next tile, lives across the loop: the rest comes again from p and the indices.
+  // walk_left lives across the loop: where the walk ends comes again from the walk's own row and
+  // column (at.r0, at.c0), the rest from p and the indices (kept live, the flat index and the band
+  // arithmetic spilled 8 bytes of bf16 mxfp8 dgelu+dbias).
   auto tiles_down = [&] { return int((p.rows + C::kTileRows - 1) / C::kTileRows); };
   auto flat_grid = [&] { return FlatGrid{p.flat_col_tiles, tiles_down(), p.flat_band, int(gridDim.x)}; };
-  int flat = 0, walk_left = 0;  // walk_left: the walk's tiles to go (a 32-bit count, not at.end's 64-bit row)
-  // the walk from tile `flat` to the end of its column tile or of the CTA's share of its band
-  auto flat_walk = [&] {
+  int walk_left = 0;  // the walk's tiles to go (a 32-bit count, not at.end's 64-bit row)
+  // the walk from flat tile f to the end of its column tile or of the CTA's share of its band
+  auto flat_walk = [&](int f) {
     const FlatGrid g = flat_grid();
-    const FlatStep w = g.walk(flat, g.share(int(blockIdx.x), g.band_of(flat)).end);
+    const FlatStep w = g.walk(f, g.share(int(blockIdx.x), g.band_of(f)).end);
     first = w.row_tile;
     step_tiles = 1;
-    end = int(min(p.rows, int64_t(w.row_tile + (w.stop - flat)) * C::kTileRows));
+    end = int(min(p.rows, int64_t(w.row_tile + (w.stop - f)) * C::kTileRows));
     c0 = column_of(uint32_t(w.col_tile));
-    walk_left = w.stop - flat;
-    flat = w.stop;
+    walk_left = w.stop - f;
   };
-  // the next band's share from band k on (false: none left)
+  // the first tile of the CTA's share of band k or of the next band where it has one (-1: none)
   auto next_share = [&](int k) {
     const FlatGrid g = flat_grid();
     for (; k < g.bands(); ++k) {
       const FlatShare s = g.share(int(blockIdx.x), k);
-      if (s.first < s.end) {
-        flat = s.first;
-        return true;
-      }
+      if (s.first < s.end) return s.first;
     }
-    return false;
+    return -1;
   };
   static_assert(!kFlatWalk<C> || (C::kGeo.ring == 0 && !C::kPrefetch), "a flat walk moves on in the plain loop");
   if constexpr (kFlatWalk<C>) {
     if (p.flat_col_tiles <= 0 || p.flat_band <= 0) __trap();  // fast_launch_shape always makes it flat
-    if (next_share(0)) {
-      flat_walk();
+    if (const int f = next_share(0); f >= 0) {
+      flat_walk(f);
     } else {
       first = tiles_down();  // no tile (no rows, or a band narrower than the grid): the empty launch below
     }
@@ -1627,14 +1625,17 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
       }
       if (done) {
         if constexpr (kFlatWalk<C>) {
-          // the share goes on in the next column tile, or in the next band
+          // the share goes on in the next column tile, or in the next band: the flat index past
+          // the walk's last tile, from the row tile the walk has advanced to and its column tile
           const FlatGrid g = flat_grid();
-          const int k = g.band_of(flat - 1);
-          if (flat < g.share(int(blockIdx.x), k).end || next_share(k + 1)) {
+          const int y = int((at.r0 - lane_row) / C::kTileRows), k = g.band_of_row(y - 1);
+          int f = g.flat_of(k, int(at.c0) / C::kTileCols, y);
+          if (f >= g.share(int(blockIdx.x), k).end) f = next_share(k + 1);
+          if (f >= 0) {
             stats.publish(p, at.col(), lane);
             __syncthreads();  // publish's shared sums are read before the next walk's add writes them
             stats = FusedStats<C>();
-            flat_walk();
+            flat_walk(f);
             at.r0 = int64_t(first) * C::kTileRows + lane_row;
             at.c0 = c0;
             at.cols_left = int(p.cols) - int(c0);

@@ -51,6 +51,9 @@ struct FlatGrid {
     const int k = flat / (col_tiles * band);
     return k < bands() ? k : bands() - 1;
   }
+  // the band of row tile y, and the flat index of row tile y of column tile x in band k
+  constexpr MXQ_HD int band_of_row(int y) const { return y / band < bands() ? y / band : bands() - 1; }
+  constexpr MXQ_HD int flat_of(int k, int x, int y) const { return k * col_tiles * band + x * height(k) + (y - k * band); }
   // CTA b's share of band k. The r CTAs with one tile more move on by r each band, so that over
   // the bands no CTA takes more than one tile over the mean.
   constexpr MXQ_HD FlatShare share(int b, int k) const {

@@ -137,16 +137,10 @@ Compiled compile_source(const std::string& src, const std::string& name, int arc
 
 }  // namespace
 
-int spill_store_bytes(const std::string& log, const std::string& function) {
+int spill_store_bytes(const std::string& log) {
   int total = 0;
-  const std::string tag = " bytes spill stores", props = "Function properties for ";
+  const std::string tag = " bytes spill stores";
   for (size_t at = log.find(tag); at != std::string::npos; at = log.find(tag, at + 1)) {
-    if (!function.empty()) {  // the function of this report: the last "Function properties for" before it
-      const size_t f = log.rfind(props, at);
-      if (f == std::string::npos) continue;
-      const size_t name = f + props.size();
-      if (log.substr(name, log.find('\n', name) - name).find(function) == std::string::npos) continue;
-    }
     size_t b = at;
     while (b > 0 && log[b - 1] >= '0' && log[b - 1] <= '9') --b;
     if (b < at) total += std::stoi(log.substr(b, at - b));

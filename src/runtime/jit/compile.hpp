@@ -30,9 +30,8 @@ struct Compiled {
   std::vector<uint8_t> cubin;
   std::string log;  // NVRTC's log: ptxas's registers and spills per function (--ptxas-options=-v)
 };
-// Bytes of local-memory spill stores ptxas reported in a compile log, over all its functions, or
-// over those whose (mangled) names contain `function` where it is not empty.
-int spill_store_bytes(const std::string& log, const std::string& function = "");
+// Bytes of local-memory spill stores ptxas reported in a compile log, over all its functions.
+int spill_store_bytes(const std::string& log);
 // Throws Error(unsupported) carrying the NVRTC log, the NVRTC version and the configuration.
 Compiled compile(const cuda::FastKey& k, int arch);
 // A specialisation of the TMA + wgmma GEMM kernel (src/cuda/gemm/wgmma.cuh), compiled from the
