@@ -1617,43 +1617,33 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     for (;;) {
       quantize_tile(a);
       at.advance();
-      bool done;
       if constexpr (kFlatWalk<C>) {
-        done = --walk_left == 0;
-      } else {
-        done = at.done();
-      }
-      if (done) {
-        if constexpr (kFlatWalk<C>) {
+        if (--walk_left == 0) {
           // the share goes on in the next column tile, or in the next band: the flat index past
           // the walk's last tile, from the row tile the walk has advanced to and its column tile
           const FlatGrid g = flat_grid();
           const int y = int((at.r0 - lane_row) / C::kTileRows), k = g.band_of_row(y - 1);
           int f = g.flat_of(k, int(at.c0) / C::kTileCols, y);
           if (f >= g.share(int(blockIdx.x), k).end) f = next_share(k + 1);
-          if (f >= 0) {
-            stats.publish(p, at.col(), lane);
-            __syncthreads();  // publish's shared sums are read before the next walk's add writes them
-            stats = FusedStats<C>();
-            flat_walk(f);
-            at.r0 = int64_t(first) * C::kTileRows + lane_row;
-            at.c0 = c0;
-            at.cols_left = int(p.cols) - int(c0);
-            at.end = end;
-            a.load(at.src(0));
-            continue;
-          }
+          // one call site of publish and of load (each one inlined once: a second copy of either
+          // cost ptxas half its time; bench_jit's fused compile)
+          stats.publish(p, at.col(), lane);  // the walk's own copy, not a second 64-bit value live
+          if (f < 0) break;
+          __syncthreads();  // publish's shared sums are read before the next walk's add writes them
+          stats = FusedStats<C>();
+          flat_walk(f);
+          at.r0 = int64_t(first) * C::kTileRows + lane_row;
+          at.c0 = c0;
+          at.cols_left = int(p.cols) - int(c0);
+          at.end = end;
         }
+      } else if (at.done()) {
         break;
       }
       a.load(at.src(0));
     }
   }
-  if constexpr (kFlatWalk<C>) {
-    stats.publish(p, at.col(), lane);  // the walk's own copy, not a second 64-bit value live
-  } else {
-    stats.publish(p, c0, lane);
-  }
+  if constexpr (!kFlatWalk<C>) stats.publish(p, c0, lane);
 }
 
 }  // namespace mxq::cuda
