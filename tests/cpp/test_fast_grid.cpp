@@ -2,7 +2,8 @@
 // of the key and the shape: one CTA per row tile for the memory-bound kernels, two row tiles per
 // CTA for MXFP4's rows kernel and three for the other FP4 rows and column-block kernels (two for
 // tall bf16 column blocks with transposed codes and row-major scales), two
-// persistent waves for NVFP4's 2-D blocks, one wave for fused kernels, and every row tile covered
+// persistent waves for NVFP4's 2-D blocks, one wave or a measured few tiles per CTA for fused
+// rows kernels, and every row tile covered
 // in each case.
 #include <gtest/gtest.h>
 
@@ -201,14 +202,59 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
   EXPECT_LE(int64_t(one.x) * one.y, kSms * kBlocksPerSm);
 }
 
-TEST(FastGrid, FusedKernelsKeepOneWave) {
-  const FastKey k = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(3, false, true));
-  ASSERT_TRUE(fast_key_valid(k));
-  const FastGeometry g = fast_geometry(k);
-  const int64_t tiles_y = 8192 / g.tile_rows;
-  const dim3 grid = fast_grid(k, 8192, 7168, kSms, kBlocksPerSm);
-  EXPECT_LE(int64_t(grid.x) * grid.y, kSms * kBlocksPerSm);
-  EXPECT_GE(int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y), tiles_y);
+// Fused rows kernels (fast_launch.cpp fused_rows_grid): from bf16 with FP8 codes, two row tiles per
+// CTA where the kernel prefetches a register set (two inputs, or dbias alone) and four waves where
+// it rings tiles through shared memory (one input: CTAs that still fill the bf16 table); FP4 codes
+// and other input dtypes keep one wave.
+TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
+  using A = num::Activation;
+  const auto covers = [](const dim3& grid, int64_t tiles_y) {
+    return int64_t(grid.y) * tiles_of_busiest_cta(grid, tiles_y) >= tiles_y;
+  };
+  for (const int64_t rows : {int64_t(8192), int64_t(32768), int64_t(60001)}) {
+    // two inputs (swiglu; dact), dbias alone: two tiles each
+    for (const int fuse : {fuse_bits(int(A::swiglu), false, false), fuse_bits(int(A::gelu), true, true),
+                           fuse_bits(int(A::none), false, true)}) {
+      const FastKey k = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse);
+      ASSERT_TRUE(fast_key_valid(k));
+      const FastGeometry g = fast_geometry(k);
+      ASSERT_EQ(g.ring, 0);
+      const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      const dim3 grid = fast_grid(k, rows, 7168, kSms, g.min_blocks);
+      EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 2) << rows << " fuse " << fuse;
+      EXPECT_TRUE(covers(grid, tiles_y));
+    }
+    // one input (silu, 1x128 gelu): four waves of CTAs that each walk several tiles, enough for the table
+    for (const FastKey& k : {rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(int(A::silu), false, true)),
+                             FastKey{2, num::Scheme::fp8_block, num::ElemFormat::e4m3fn, FastShape::rows, 128, 1,
+                                     num::ScaleLayout::mn_major_tma, num::ScaleLayout::row_major,
+                                     fuse_bits(int(A::gelu), false, false)}}) {
+      ASSERT_TRUE(fast_key_valid(k));
+      const FastGeometry g = fast_geometry(k);
+      ASSERT_GT(g.ring, 0);
+      const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      const int bps = g.min_blocks;
+      const dim3 grid = fast_grid(k, rows, 7168, kSms, bps);
+      EXPECT_GT(int64_t(grid.x) * grid.y, 3 * kSms * bps) << rows;
+      EXPECT_LE(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
+      EXPECT_GE(tiles_of_busiest_cta(grid, tiles_y), 7) << rows;
+      EXPECT_TRUE(covers(grid, tiles_y));
+      EXPECT_TRUE(act_table_pays(k, rows, 7168, grid)) << rows;
+    }
+  }
+  // FP4 codes, and f16 input: one wave
+  FastKey f16 = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(int(A::swiglu), false, false));
+  f16.dtype = 1;
+  for (const FastKey& k : {rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16, fuse_bits(int(A::swiglu), false, false)),
+                           rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(A::silu), false, true)), f16}) {
+    ASSERT_TRUE(fast_key_valid(k));
+    const FastGeometry g = fast_geometry(k);
+    const int64_t tiles_y = 8192 / g.tile_rows;
+    const dim3 grid = fast_grid(k, 8192, 7168, kSms, g.min_blocks);
+    EXPECT_LE(int64_t(grid.x) * grid.y, kSms * g.min_blocks);
+    EXPECT_GT(int64_t(grid.x) * grid.y, kSms * g.min_blocks / 2);
+    EXPECT_TRUE(covers(grid, tiles_y));
+  }
 }
 
 // The premise of the GPU tests GpuQuantize.BitExactTallShapesWalkManyTiles and

@@ -26,7 +26,9 @@ namespace mxq::cuda {
 //    1.79, mxfp4 2.04 / 2.08 -> 1.51 / 1.63, nvfp4 with its amax kernel 7.39 / 8.32 -> 6.01 /
 //    6.79; 256 x 7168 and up unchanged);
 //  - fused rows kernels: one wave (each CTA publishes its dbias and amax with atomics once; one
-//    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15);
+//    row tile per CTA made mxfp8 + dbias 0.74 -> 0.50-0.54 of copy, session 15), except the bf16
+//    ones with FP8 codes, which session 39 measured faster on two tiles per CTA or four waves
+//    (fused_rows_grid);
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
 //    row+col dgelu + dbias 0.26 -> 0.30-0.31 of copy against one wave), except where the CTAs of
 //    one wave each have enough elements to fill the bf16 table (fast.cuh ActTable) and use it
@@ -74,6 +76,25 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
   return tiles_per_cta(gx, tiles_y, tiles_each);                // fewest CTAs with that many
 }
 
+// Fused rows kernels (H100, bench/RESULTS.md session 39, call 2: one process per grid, bf16 8192 /
+// 32768 x 7168, of copy; session 15's one wave is what they had):
+//  - FP8 codes from two inputs or with dbias alone (the kernels that prefetch a second register
+//    set): two row tiles per CTA, like the plain kernels' few. mxfp8 swiglu 0.889 / 0.958 -> 0.961 /
+//    1.007, mxfp8 + dbias 0.940 / 0.944 -> 0.965 / 0.990 (one wave, 2 or 4 waves, 8 tiles per CTA:
+//    0.85-0.89 / 0.95-0.98; the bf16 table on or off at one wave: the same). Session 15's loss from
+//    dbias publishes per CTA (0.74 -> 0.50 at one tile each) did not come back at two;
+//  - FP8 codes from one input (the cp.async ring kernels, which fill the bf16 table per CTA): four
+//    waves, CTAs of ~7 tiles at 8192 rows, which still fill the table (act_table_fill_pays). 1x128
+//    silu 0.806 / 0.818 -> 0.869 / 0.917, gelu 0.810 / 0.822 -> 0.827 / 0.922; two waves 0.86-0.87 /
+//    0.85-0.86, 8 tiles per CTA 0.83-0.86 / 0.90-0.95, two tiles (no table) 0.56-0.66;
+//  - FP4 codes: one wave (nvfp4 swiglu 0.861 / 0.939; 0.76-0.81 / 0.81-0.94 on every other grid).
+// f16 and fp32 input were not measured and keep the one wave.
+dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave) {
+  if (key.dtype != 2 || key.elem == num::ElemFormat::e2m1) return spread(gx, tiles_y, wave);
+  if (fast_geometry(key).ring != 0) return spread(gx, tiles_y, 4 * wave);
+  return tiles_per_cta(gx, tiles_y, 2);
+}
+
 }  // namespace
 
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed) {
@@ -88,7 +109,7 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
     if (two_tile_columns(key, rows, col_transposed)) return tiles_per_cta(gx, tiles_y, 2);
     return tiles_per_cta(gx, tiles_y, key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3);
   }
-  if (key.shape == FastShape::rows) return spread(gx, tiles_y, wave);  // fused rows kernels: one wave
+  if (key.shape == FastShape::rows) return fused_rows_grid(key, gx, tiles_y, wave);
   if (act_table_capable(key)) {  // a fused 8-row shape: one wave where its CTAs then fill the bf16 table
     const dim3 one = spread(gx, tiles_y, wave);
     if (act_table_fill_pays(rows, cols, one)) return one;

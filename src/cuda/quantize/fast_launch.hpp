@@ -18,7 +18,8 @@ namespace mxq::cuda {
 // row tiles per CTA for the FP4 rows and column-block kernels (one where a CTA per tile leaves
 // at most one CTA per SM; two for tall bf16 inputs whose columnwise output is transposed with
 // row-major scales, `col_transposed` being TileParams' col && col_transposed), else CTAs that
-// walk the row tiles over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels), `blocks_per_sm`
+// walk the row tiles over two persistent waves (NVFP4's 2-D blocks) or one (fused rows kernels;
+// from bf16 with FP8 codes two tiles per CTA or four waves: fused_rows_grid), `blocks_per_sm`
 // being the kernel's measured occupancy on `sms` SMs, with the tiles spread as evenly as the
 // waves allow.
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
