@@ -203,7 +203,8 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
 }
 
 // Fused rows kernels (fast_launch.cpp fused_rows_grid): from bf16 with FP8 codes, two row tiles per
-// CTA where the kernel prefetches a register set (two inputs, or dbias alone) and four waves where
+// CTA where the kernel prefetches a register set (two inputs, or dbias alone; a tile each at decode
+// sizes) and four waves where
 // it rings tiles through shared memory (one input: CTAs that still fill the bf16 table); FP4 codes
 // and other input dtypes keep one wave.
 TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
@@ -241,6 +242,16 @@ TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
       EXPECT_TRUE(covers(grid, tiles_y));
       EXPECT_TRUE(act_table_pays(k, rows, 7168, grid)) << rows;
     }
+  }
+  // decode sizes (no more tiles than slots): a tile per CTA, not two in turn
+  for (const int64_t rows : {int64_t(1), int64_t(16), int64_t(128)}) {
+    const FastKey k = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32,
+                               fuse_bits(int(A::swiglu), false, false));
+    const FastGeometry g = fast_geometry(k);
+    const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+    const dim3 grid = fast_grid(k, rows, 3584, kSms, g.min_blocks);
+    EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 1) << rows;
+    EXPECT_EQ(int64_t(grid.y), tiles_y) << rows;
   }
   // FP4 codes, and f16 input: one wave
   FastKey f16 = rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(int(A::swiglu), false, false));

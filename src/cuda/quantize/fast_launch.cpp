@@ -79,7 +79,8 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
 // Fused rows kernels (H100, bench/RESULTS.md session 39, call 2: one process per grid, bf16 8192 /
 // 32768 x 7168, of copy; session 15's one wave is what they had):
 //  - FP8 codes from two inputs or with dbias alone (the kernels that prefetch a second register
-//    set): two row tiles per CTA, like the plain kernels' few. mxfp8 swiglu 0.889 / 0.958 -> 0.961 /
+//    set): two row tiles per CTA, like the plain kernels' few, where the tiles outnumber the wave's
+//    slots (fewer, at decode sizes: a tile per CTA, as the one wave gave them). mxfp8 swiglu 0.889 / 0.958 -> 0.961 /
 //    1.007, mxfp8 + dbias 0.940 / 0.944 -> 0.965 / 0.990 (one wave, 2 or 4 waves, 8 tiles per CTA:
 //    0.85-0.89 / 0.95-0.98; the bf16 table on or off at one wave: the same). Session 15's loss from
 //    dbias publishes per CTA (0.74 -> 0.50 at one tile each) did not come back at two;
@@ -92,6 +93,8 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
 dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave) {
   if (key.dtype != 2 || key.elem == num::ElemFormat::e2m1) return spread(gx, tiles_y, wave);
   if (fast_geometry(key).ring != 0) return spread(gx, tiles_y, 4 * wave);
+  // decode sizes (no more tiles than one wave has slots): a tile per CTA, as before, not two in turn
+  if (gx * tiles_y <= wave) return spread(gx, tiles_y, wave);
   return tiles_per_cta(gx, tiles_y, 2);
 }
 
