@@ -47,31 +47,34 @@ struct FlatGrid {
   // floor(tiles_y / band) bands, the last one taking the rest (band to 2 * band - 1 row tiles)
   constexpr MXQ_HD int bands() const { return tiles_y >= 2 * band ? tiles_y / band : 1; }
   constexpr MXQ_HD int height(int k) const { return k == bands() - 1 ? tiles_y - k * band : band; }
-  constexpr MXQ_HD int band_of(int flat) const {
-    const int k = flat / (col_tiles * band);
-    return k < bands() ? k : bands() - 1;
-  }
-  // the band of row tile y, and the flat index of row tile y of column tile x in band k
-  constexpr MXQ_HD int band_of_row(int y) const { return y / band < bands() ? y / band : bands() - 1; }
-  constexpr MXQ_HD int flat_of(int k, int x, int y) const { return k * col_tiles * band + x * height(k) + (y - k * band); }
+  // the flat index of band k's first tile
+  constexpr MXQ_HD int base(int k) const { return k * col_tiles * band; }
+  // the band of flat index `flat`, and of row tile y (past the last full band: the last band)
+  constexpr MXQ_HD int band_of(int flat) const { return last_at_most(flat / (col_tiles * band)); }
+  constexpr MXQ_HD int band_of_row(int y) const { return last_at_most(y / band); }
+  // the flat index of row tile y of column tile x in band k
+  constexpr MXQ_HD int flat_of(int k, int x, int y) const { return base(k) + x * height(k) + (y - k * band); }
   // CTA b's share of band k. The r CTAs with one tile more move on by r each band, so that over
   // the bands no CTA takes more than one tile over the mean.
   constexpr MXQ_HD FlatShare share(int b, int k) const {
-    const int h = height(k), tiles = col_tiles * h, q = tiles / ctas, r = tiles % ctas, base = k * col_tiles * band;
+    const int h = height(k), tiles = col_tiles * h, q = tiles / ctas, r = tiles % ctas, first = base(k);
     if (q == 1 && r == 0) {
-      const int t = base + b % col_tiles * h + b / col_tiles;
+      const int t = first + b % col_tiles * h + b / col_tiles;
       return {t, t + 1};
     }
     // (k * r is below the tiles, 2^31: a band holds at least as many tiles as CTAs, or there is one)
     const int rot = k * r % ctas, c = b >= rot ? b - rot : b - rot + ctas;
-    return {base + c * q + (c < r ? c : r), base + (c + 1) * q + (c + 1 < r ? c + 1 : r)};
+    return {first + c * q + (c < r ? c : r), first + (c + 1) * q + (c + 1 < r ? c + 1 : r)};
   }
   // the walk from flat index `flat` (in a share ending at `end`) to the end of its column tile
   constexpr MXQ_HD FlatStep walk(int flat, int end) const {
-    const int k = band_of(flat), h = height(k), base = k * col_tiles * band, u = flat - base, x = u / h;
-    const int stop = base + (x + 1) * h;
+    const int k = band_of(flat), h = height(k), u = flat - base(k), x = u / h;
+    const int stop = base(k) + (x + 1) * h;
     return {k * band + u - x * h, x, end < stop ? end : stop};
   }
+
+ private:
+  constexpr MXQ_HD int last_at_most(int k) const { return k < bands() ? k : bands() - 1; }
 };
 
 // Whether the column form (transposed or same-shape) is part of a column-block key: NVFP4 only,

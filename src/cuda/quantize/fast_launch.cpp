@@ -91,11 +91,12 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
 //  - FP4 codes: one wave (nvfp4 swiglu 0.861 / 0.939; 0.76-0.81 / 0.81-0.94 on every other grid).
 // f16 and fp32 input were not measured and keep the one wave.
 dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave) {
-  if (key.dtype != 2 || key.elem == num::ElemFormat::e2m1) return spread(gx, tiles_y, wave);
-  if (fast_geometry(key).ring != 0) return spread(gx, tiles_y, 4 * wave);
-  // decode sizes (no more tiles than one wave has slots): a tile per CTA, as before, not two in turn
-  if (gx * tiles_y <= wave) return spread(gx, tiles_y, wave);
-  return tiles_per_cta(gx, tiles_y, 2);
+  if (key.dtype == 2 && key.elem != num::ElemFormat::e2m1) {
+    if (fast_geometry(key).ring != 0) return spread(gx, tiles_y, 4 * wave);
+    // (at decode sizes, no more tiles than the wave's slots, the one wave below: a tile per CTA)
+    if (gx * tiles_y > wave) return tiles_per_cta(gx, tiles_y, 2);
+  }
+  return spread(gx, tiles_y, wave);
 }
 
 }  // namespace
