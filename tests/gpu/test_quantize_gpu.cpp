@@ -870,12 +870,40 @@ TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
                                     std::to_string(policy) + ": " + g_gpu_dispatch.kernel;
           ASSERT_EQ(g_gpu_dispatch.kernel.rfind("jit ", 0), 0u) << where;  // a fused fast kernel ran
           ASSERT_EQ(cuda::last_act_table(), policy == 1 && capable) << where;
+          // outside a capture the entries come from the host-made table (device_act_table)
+          ASSERT_EQ(cuda::last_act_table_copied(), policy == 1 && capable) << where;
           on += cuda::last_act_table();
           ++cases;
         }
       }
   }
   std::printf("table cases: %d, %d of them with the table\n", cases, on);
+}
+
+// The host-made table (cuda::device_act_table) is made outside graph captures only: a first call
+// inside one has its CTAs compute the entries, and the next call outside copies them; both
+// bit-exact against the CPU reference, rows and row+col kernels.
+TEST(GpuFused, Bf16TableCopiedExceptInACapture) {
+  REQUIRE_GPU();
+  struct Policy {
+    ~Policy() { cuda::set_act_table_policy(-1); }
+  } restore;
+  cuda::set_act_table_policy(1);
+  for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
+    cuda::forget_device_act_tables();
+    const Fused f{Activation::gelu, true, true, false};
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 51, /*graphed=*/true);
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(cuda::last_act_table()) << r;
+    EXPECT_FALSE(cuda::last_act_table_copied()) << r << ": no table can be made inside a capture";
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 52);
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(cuda::last_act_table()) << r;
+    EXPECT_TRUE(cuda::last_act_table_copied()) << r;
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 53, /*graphed=*/true);  // made: captured copies too
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(cuda::last_act_table_copied()) << r;
+  }
 }
 #endif
 

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
 
 #include "mxq/error.hpp"
 
@@ -187,6 +191,72 @@ bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid) {
   g_last_act_table.store(on, std::memory_order_relaxed);
   return on;
 }
+
+namespace {
+std::atomic<bool> g_last_act_table_copied{false};
+// one table per device, function and direction, kept for the process (32 KB each)
+std::mutex g_tables_mu;
+std::map<std::tuple<int, int, bool>, const float*> g_tables;
+}  // namespace
+
+void forget_device_act_tables() {
+  const std::lock_guard<std::mutex> lock(g_tables_mu);
+  cudaDeviceSynchronize();
+  for (const auto& [k, t] : g_tables) cudaFree(const_cast<float*>(t));
+  g_tables.clear();
+}
+
+const float* device_act_table(const FastKey& key, cudaStream_t stream) {
+  if (!act_table_capable(key)) return nullptr;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  const num::Activation f = fused_function(key);
+  const bool dact = (key.fuse & kFuseDact) != 0;
+  const std::lock_guard<std::mutex> lock(g_tables_mu);
+  const auto k = std::make_tuple(device, int(f), dact);
+  if (const auto it = g_tables.find(k); it != g_tables.end()) return it->second;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) {
+    cudaGetLastError();
+    return nullptr;  // the CTAs compute it; a later call outside the capture makes it
+  }
+  using T = num::Bf16Table;
+  std::vector<float> host(T::kSize);
+  for (uint32_t i = 0; i < T::kSize; ++i) {
+    const float x = T::value(i);
+    host[i] = num::canonical_nan(dact ? num::dact_f(f, x) : num::act_f(f, x));
+  }
+  // A stream of its own that waits on no other (another thread may be capturing a graph in
+  // global mode: this thread's calls are relaxed meanwhile), synchronised before anyone reads it.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  float* d = nullptr;
+  cudaStream_t copy = nullptr;
+  bool ok = cudaMalloc(&d, T::kSize * sizeof(float)) == cudaSuccess &&
+            cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking) == cudaSuccess &&
+            cudaMemcpyAsync(d, host.data(), T::kSize * sizeof(float), cudaMemcpyHostToDevice, copy) == cudaSuccess &&
+            cudaStreamSynchronize(copy) == cudaSuccess;
+  if (copy) cudaStreamDestroy(copy);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  if (!ok) {
+    cudaGetLastError();
+    if (d) cudaFree(d);
+    return nullptr;  // the CTAs compute it (the launch itself reports a broken context)
+  }
+  g_tables.emplace(k, d);
+  return d;
+}
+
+void set_act_table(TileParams& p, const FastKey& key, int64_t rows, int64_t cols, dim3 grid, cudaStream_t stream) {
+  p.act_table = act_table_pays(key, rows, cols, grid);
+  p.act_table_src = p.act_table ? device_act_table(key, stream) : nullptr;
+  g_last_act_table_copied.store(p.act_table_src != nullptr, std::memory_order_relaxed);
+}
+
+bool last_act_table_copied() { return g_last_act_table_copied.load(std::memory_order_relaxed); }
 
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,
                                                 cudaStream_t stream, const TileParams& p) {

@@ -92,6 +92,21 @@ bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid);
 void set_act_table_policy(int policy);
 bool last_act_table();
 
+// The fused function's bf16 table (num::Bf16Table, the entries fast.cuh ActTable::fill computes:
+// num::act_f / dact_f, NaN canonicalised, which the device evaluates bit for bit as the host does,
+// GpuNumerics.Bf16TableEqualsTheHostForEveryValue) in global memory: computed on the host and
+// copied to the current device once per function, for the CTAs to copy (32 KB from L2) rather
+// than evaluate 8192 values each. Null where it is not there yet and `stream` is capturing a graph
+// (a copy cannot be made then): that launch's CTAs compute the entries themselves.
+const float* device_act_table(const FastKey& key, cudaStream_t stream);
+// A launch's TileParams::act_table and act_table_src (act_table_pays, device_act_table); both
+// launchers (fast_inst.cuh, the JIT's) take them from here. last_act_table_copied(): whether the
+// process's last launch copied the entries (act_table_src set).
+void set_act_table(TileParams& p, const FastKey& key, int64_t rows, int64_t cols, dim3 grid, cudaStream_t stream);
+bool last_act_table_copied();
+// Tests: frees every device_act_table after a device synchronisation, so that the next one is made again.
+void forget_device_act_tables();
+
 // Launches the ahead-of-time specialisation `key` over a rows x cols input; the launch status,
 // or nothing when `key` was not built ahead of time.
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,

@@ -40,6 +40,7 @@ struct TileParams {
   const float* noop;   // non-zero: the kernel writes nothing
   unsigned* amax_out;  // block recipes given an amax buffer: max |y| bits, by atomicMax into 0
   bool act_table;      // look the fused function up in a bf16 table (fast.cuh ActTable; act_table_pays)
+  const float* act_table_src;  // its 8192 entries in global memory (device_act_table), or null: each CTA computes them
   // 0: every CTA walks the row tiles blockIdx.y, + gridDim.y, ... Else the first long_ctas rows of
   // CTAs walk the leading row tiles (strided by long_ctas) and each of the other gridDim.y -
   // long_ctas takes one of the last row tiles: a short tail (FastLaunch, fast_launch.cpp).
