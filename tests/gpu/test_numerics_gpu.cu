@@ -191,6 +191,31 @@ void expect_table_equals_evaluation() {
     }
     EXPECT_EQ(mismatches, 0) << "fuse " << kFuse << (src ? " (copied)" : " (computed)");
   }
+  // the copy reads the source: a table of sentinels (entry i holds i + 0.5) comes back for every
+  // value inside the table
+  using T = num::Bf16Table;
+  std::vector<float> sentinels(T::kSize);
+  for (uint32_t i = 0; i < T::kSize; ++i) sentinels[i] = float(i) + 0.5f;
+  float* sd = nullptr;
+  uint32_t* od = nullptr;
+  ASSERT_EQ(cudaMalloc(&sd, T::kSize * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&od, 65536 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(sd, sentinels.data(), T::kSize * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  look_up_every_bf16<kFuse><<<32, 256>>>(od, sd);
+  std::vector<uint32_t> got(65536);
+  ASSERT_EQ(cudaMemcpy(got.data(), od, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(od);
+  cudaFree(sd);
+  int64_t inside = 0, wrong = 0;
+  for (uint32_t b = 0; b < 65536; ++b) {
+    if (T::offset(b) >= T::kHalf) continue;  // evaluated, not looked up
+    ++inside;
+    if (got[b] != num::float_bits(sentinels[T::entry(b)]) && wrong++ < 3)
+      ADD_FAILURE() << "fuse " << kFuse << ", bf16 bits 0x" << std::hex << b << ": 0x" << got[b]
+                    << ", not the sentinel";
+  }
+  EXPECT_EQ(inside, int64_t(T::kSize));
+  EXPECT_EQ(wrong, 0) << "fuse " << kFuse;
 }
 
 TEST(GpuNumerics, Bf16TableEqualsTheHostForEveryValue) {

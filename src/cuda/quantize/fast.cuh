@@ -391,7 +391,7 @@ struct ActTable {
   static constexpr num::Activation kFn = fused_function(C::kKey);
 
   __device__ static float* entries() {
-    __shared__ float table[T::kSize];
+    __shared__ __align__(16) float table[T::kSize];  // 16-byte stores of the copy (fill)
     return table;
   }
   // The function's value with NaN canonicalised (num::canonical_nan), as the entries hold it: a
@@ -400,14 +400,20 @@ struct ActTable {
     return num::canonical_nan(C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x));
   }
   // All threads of the CTA, before any of them returns: the entries copied from `src`
-  // (device_act_table: 16 bytes a load, from L2 after the first CTAs), else computed.
+  // (device_act_table, whose kernel computed them with eval's functions: 16 bytes a load, from L2
+  // after the first CTAs), else computed.
   __device__ static void fill(const float* src) {
     float* table = entries();
     if (src) {
-      static_assert(T::kSize % (4 * C::kThreads) == 0, "whole float4 loads per thread");
+      // every load in flight before the first store (a loop bounded by threadIdx.x went one round
+      // trip at a time)
+      constexpr int kN = int(T::kSize) / (4 * C::kThreads);
+      static_assert(kN * 4 * C::kThreads == int(T::kSize), "whole float4 loads per thread");
+      float4 v[kN];
 #pragma unroll
-      for (uint32_t i = 4 * threadIdx.x; i < T::kSize; i += 4 * C::kThreads)
-        *reinterpret_cast<float4*>(table + i) = __ldg(reinterpret_cast<const float4*>(src + i));
+      for (int j = 0; j < kN; ++j) v[j] = __ldg(reinterpret_cast<const float4*>(src) + j * C::kThreads + threadIdx.x);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) reinterpret_cast<float4*>(table)[j * C::kThreads + threadIdx.x] = v[j];
     } else {
       for (uint32_t i = threadIdx.x; i < T::kSize; i += C::kThreads) table[i] = eval(T::value(i));
     }

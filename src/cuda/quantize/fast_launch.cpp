@@ -6,8 +6,8 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <vector>
 
+#include "cuda/check.hpp"
 #include "mxq/error.hpp"
 
 namespace mxq::cuda {
@@ -202,7 +202,8 @@ std::map<std::tuple<int, int, bool>, const float*> g_tables;
 void forget_device_act_tables() {
   const std::lock_guard<std::mutex> lock(g_tables_mu);
   cudaDeviceSynchronize();
-  for (const auto& [k, t] : g_tables) cudaFree(const_cast<float*>(t));
+  for (const auto& [k, t] : g_tables)
+    if (t) cudaFree(const_cast<float*>(t));
   g_tables.clear();
 }
 
@@ -217,34 +218,26 @@ const float* device_act_table(const FastKey& key, cudaStream_t stream) {
   const bool dact = (key.fuse & kFuseDact) != 0;
   const std::lock_guard<std::mutex> lock(g_tables_mu);
   const auto k = std::make_tuple(device, int(f), dact);
-  if (const auto it = g_tables.find(k); it != g_tables.end()) return it->second;
+  if (const auto it = g_tables.find(k); it != g_tables.end()) return it->second;  // null: could not be made
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) {
+  if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) {
     cudaGetLastError();
-    return nullptr;  // the CTAs compute it; a later call outside the capture makes it
+    return nullptr;
   }
-  using T = num::Bf16Table;
-  std::vector<float> host(T::kSize);
-  for (uint32_t i = 0; i < T::kSize; ++i) {
-    const float x = T::value(i);
-    host[i] = num::canonical_nan(dact ? num::dact_f(f, x) : num::act_f(f, x));
-  }
-  // A stream of its own that waits on no other (another thread may be capturing a graph in
-  // global mode: this thread's calls are relaxed meanwhile), synchronised before anyone reads it.
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaThreadExchangeStreamCaptureMode(&mode);
+  if (capturing != cudaStreamCaptureStatusNone) return nullptr;  // this launch's CTAs compute it; a later call makes it
+  // Its own stream, which waits on no other, synchronised before anyone reads the table; this
+  // thread's calls relaxed meanwhile (another thread may be capturing a graph in global mode).
+  const RelaxedCapture relaxed;
   float* d = nullptr;
-  cudaStream_t copy = nullptr;
-  bool ok = cudaMalloc(&d, T::kSize * sizeof(float)) == cudaSuccess &&
-            cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking) == cudaSuccess &&
-            cudaMemcpyAsync(d, host.data(), T::kSize * sizeof(float), cudaMemcpyHostToDevice, copy) == cudaSuccess &&
-            cudaStreamSynchronize(copy) == cudaSuccess;
-  if (copy) cudaStreamDestroy(copy);
-  cudaThreadExchangeStreamCaptureMode(&mode);
+  cudaStream_t s = nullptr;
+  const bool ok = cudaMalloc(&d, num::Bf16Table::kSize * sizeof(float)) == cudaSuccess &&
+                  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+                  launch_act_table(d, f, dact, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+  if (s) cudaStreamDestroy(s);
   if (!ok) {
-    cudaGetLastError();
+    cudaGetLastError();  // (a sticky error stays: the quantize launch reports it)
     if (d) cudaFree(d);
-    return nullptr;  // the CTAs compute it (the launch itself reports a broken context)
+    d = nullptr;
   }
   g_tables.emplace(k, d);
   return d;

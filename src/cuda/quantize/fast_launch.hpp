@@ -93,18 +93,21 @@ void set_act_table_policy(int policy);
 bool last_act_table();
 
 // The fused function's bf16 table (num::Bf16Table, the entries fast.cuh ActTable::fill computes:
-// num::act_f / dact_f, NaN canonicalised, which the device evaluates bit for bit as the host does,
-// GpuNumerics.Bf16TableEqualsTheHostForEveryValue) in global memory: computed on the host and
-// copied to the current device once per function, for the CTAs to copy (32 KB from L2) rather
-// than evaluate 8192 values each. Null where it is not there yet and `stream` is capturing a graph
-// (a copy cannot be made then): that launch's CTAs compute the entries themselves.
+// num::act_f / dact_f, NaN canonicalised) in global memory: computed once per device and function
+// by a kernel of its own (launch_act_table, on a private stream, synchronised before the pointer is
+// handed out), for the CTAs to copy (32 KB from L2) rather than evaluate 8192 values each. Null
+// where it is not there yet and `stream` is capturing a graph (that launch's CTAs compute the
+// entries themselves), or where it could not be made (remembered: the CTAs compute it from then on).
 const float* device_act_table(const FastKey& key, cudaStream_t stream);
+// Its kernel: the 8192 entries of f (or its derivative) into out (aux_kernels.cu).
+cudaError_t launch_act_table(float* out, num::Activation f, bool dact, cudaStream_t stream);
 // A launch's TileParams::act_table and act_table_src (act_table_pays, device_act_table); both
 // launchers (fast_inst.cuh, the JIT's) take them from here. last_act_table_copied(): whether the
 // process's last launch copied the entries (act_table_src set).
 void set_act_table(TileParams& p, const FastKey& key, int64_t rows, int64_t cols, dim3 grid, cudaStream_t stream);
 bool last_act_table_copied();
-// Tests: frees every device_act_table after a device synchronisation, so that the next one is made again.
+// Tests: frees every device_act_table after synchronising the current device, so that the next
+// one is made again (graphs captured with one must not be replayed after).
 void forget_device_act_tables();
 
 // Launches the ahead-of-time specialisation `key` over a rows x cols input; the launch status,
