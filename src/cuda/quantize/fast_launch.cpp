@@ -50,11 +50,6 @@ dim3 tiles_per_cta(int64_t gx, int64_t tiles_y, int64_t per_cta) {
   return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(num::ceil_div(tiles_y, per_cta), 1, 65535)));
 }
 
-// Elements per CTA from which filling the bf16 table (8192 evaluations) pays: twice its size.
-bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
-  return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
-}
-
 // FP4 column blocks from bf16 with transposed codes and row-major scales, from kTwoTileRows rows:
 // two row tiles per CTA rather than three. Measured at 4 CTAs per SM (H100, bench/RESULTS.md
 // session 37, calls 2 and 3, same process, of copy, three tiles -> two): mxfp4 row+col 0.769 ->
@@ -103,6 +98,10 @@ dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wa
 }
 
 }  // namespace
+
+bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
+  return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
+}
 
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed) {
   const FastGeometry g = fast_geometry(key);
@@ -178,22 +177,7 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 }
 
 namespace {
-std::atomic<int> g_act_table_policy{-1};
-std::atomic<bool> g_last_act_table{false};
-}  // namespace
-
-void set_act_table_policy(int policy) { g_act_table_policy.store(policy, std::memory_order_relaxed); }
-bool last_act_table() { return g_last_act_table.load(std::memory_order_relaxed); }
-
-bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid) {
-  const int forced = g_act_table_policy.load(std::memory_order_relaxed);
-  const bool on = act_table_capable(key) && (forced >= 0 ? forced != 0 : act_table_fill_pays(rows, cols, grid));
-  g_last_act_table.store(on, std::memory_order_relaxed);
-  return on;
-}
-
-namespace {
-std::atomic<bool> g_last_act_table_copied{false};
+std::atomic<bool> g_last_act_table{false}, g_last_act_table_copied{false};
 // one table per device, function and direction, kept for the process (32 KB each)
 std::mutex g_tables_mu;
 std::map<std::tuple<int, int, bool>, const float*> g_tables;
@@ -243,11 +227,14 @@ const float* device_act_table(const FastKey& key, cudaStream_t stream) {
   return d;
 }
 
-void set_act_table(TileParams& p, const FastKey& key, int64_t rows, int64_t cols, dim3 grid, cudaStream_t stream) {
-  p.act_table = act_table_pays(key, rows, cols, grid);
-  p.act_table_src = p.act_table ? device_act_table(key, stream) : nullptr;
+void set_act_table(TileParams& p, const FastKey& key, cudaStream_t stream) {
+  const bool on = act_table_capable(key);
+  p.act_table_src = on ? device_act_table(key, stream) : nullptr;
+  g_last_act_table.store(on, std::memory_order_relaxed);
   g_last_act_table_copied.store(p.act_table_src != nullptr, std::memory_order_relaxed);
 }
+
+bool last_act_table() { return g_last_act_table.load(std::memory_order_relaxed); }
 
 bool last_act_table_copied() { return g_last_act_table_copied.load(std::memory_order_relaxed); }
 
