@@ -240,7 +240,7 @@ TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
       EXPECT_LE(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
       EXPECT_GE(tiles_of_busiest_cta(grid, tiles_y), 7) << rows;
       EXPECT_TRUE(covers(grid, tiles_y));
-      EXPECT_TRUE(act_table_pays(k, rows, 7168, grid)) << rows;
+      EXPECT_TRUE(act_table_fill_pays(rows, 7168, grid)) << rows;
     }
   }
   // decode sizes (no more tiles than slots): a tile per CTA, not two in turn
@@ -344,27 +344,21 @@ TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
   const dim3 big = fast_grid(dgelu, 8192, 7168, kSms, bps);
   EXPECT_LE(int64_t(big.x) * big.y, kSms * bps);
   EXPECT_GE(int64_t(big.y) * tiles_of_busiest_cta(big, 8192 / g.tile_rows), 8192 / g.tile_rows);
-  EXPECT_TRUE(act_table_pays(dgelu, 8192, 7168, big));
+  EXPECT_TRUE(act_table_fill_pays(8192, 7168, big));
   EXPECT_LT(big.y, 8192u / unsigned(g.tile_rows));  // not a CTA per tile
   // 256 x 7168: two row tiles, a CTA each, which still fills the table (a full tile of
   // 128 x 128 is twice its entries)
   const dim3 small = fast_grid(dgelu, 256, 7168, kSms, bps);
   EXPECT_EQ(int64_t(small.y), 256 / g.tile_rows);
-  EXPECT_TRUE(act_table_pays(dgelu, 256, 7168, small));
-  // 8192 x 64: half-width tiles, too few elements per CTA for the table
+  EXPECT_TRUE(act_table_fill_pays(256, 7168, small));
+  // 8192 x 64: half-width tiles, too few elements per CTA to fill the table once per CTA of a
+  // wave: a CTA per tile (which copies it too)
   const dim3 narrow = fast_grid(dgelu, 8192, 64, kSms, bps);
   EXPECT_EQ(int64_t(narrow.x) * narrow.y, 8192 / g.tile_rows);
-  EXPECT_FALSE(act_table_pays(dgelu, 8192, 64, narrow));
+  EXPECT_FALSE(act_table_fill_pays(8192, 64, narrow));
   // the same shape without a table-capable function: a CTA per tile
   const FastKey relu = key(FastShape::colblocks, 2, A::relu, true);
   EXPECT_EQ(int64_t(fast_grid(relu, 8192, 7168, kSms, bps).y), 8192 / g.tile_rows);
-  // the test switch decides for a capable key only
-  set_act_table_policy(1);
-  EXPECT_TRUE(act_table_pays(dgelu, 8192, 64, narrow));
-  EXPECT_FALSE(act_table_pays(relu, 256, 7168, small));
-  set_act_table_policy(0);
-  EXPECT_FALSE(act_table_pays(dgelu, 8192, 7168, big));
-  set_act_table_policy(-1);
 }
 
 // Fused column-block kernels always launch flat (fast.cuh kFlatWalk): one CTA per tile where
@@ -401,7 +395,7 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
     EXPECT_EQ(l.grid.y, 1u);
     EXPECT_EQ(l.long_ctas, 0);
     EXPECT_GE(int64_t(l.grid.x), int64_t(two_d.x) * two_d.y) << "no fewer CTAs than fast_grid's";
-    EXPECT_EQ(act_table_pays(dgelu, c.rows, c.cols, l.grid), act_table_pays(dgelu, c.rows, c.cols, two_d))
+    EXPECT_EQ(act_table_fill_pays(c.rows, c.cols, l.grid), act_table_fill_pays(c.rows, c.cols, two_d))
         << c.rows << " x " << c.cols << ": the table where fast_grid's wave would use it";
     EXPECT_EQ(l.flat_band, c.band ? c.band : tiles_y) << c.rows << " x " << c.cols;
     // every CTA's walk as the kernel takes it (its share of each band, one column tile at a time

@@ -11,6 +11,7 @@
 
 #include "cuda/gemm/sm90.cuh"
 #include "cuda/quantize/fast.cuh"
+#include "cuda/quantize/fast_launch.hpp"
 #include "gpu_test.hpp"
 #include "mxq/numerics/activations.h"
 
@@ -143,7 +144,8 @@ TEST(GpuNumerics, ActivationsEqualTheHostBitForBit) {
 
 // The fused kernels' bf16 lookup table (fast.cuh ActTable, as a row+col kernel with fused
 // epilogue kFuse uses it): each of 32 CTAs fills its table and looks up 2048 bf16 values, 8 per thread as
-// the kernels do (in the table or evaluated), so every bf16 value is looked up once.
+// the kernels do (in the table or evaluated), so every bf16 value is looked up once; the table
+// computed by the CTAs, then copied from the host-made one (cuda::device_act_table).
 template <int kFuse>
 struct TableConfig {
   static constexpr cuda::FastKey kKey{2, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::colblocks, 32, 32,
@@ -153,10 +155,10 @@ struct TableConfig {
 };
 
 template <int kFuse>
-__global__ void look_up_every_bf16(uint32_t* out) {
+__global__ void look_up_every_bf16(uint32_t* out, const float* src) {
   using Table = cuda::ActTable<TableConfig<kFuse>>;
   static_assert(Table::kOn);
-  Table::fill();
+  Table::fill(src);
   const uint32_t b0 = (blockIdx.x * 256 + threadIdx.x) * 8;
   uint32_t k[4];
   for (int q = 0; q < 4; ++q) k[q] = (b0 + 2 * q) | ((b0 + 2 * q + 1) << 16);
@@ -167,22 +169,53 @@ __global__ void look_up_every_bf16(uint32_t* out) {
 template <int kFuse>
 void expect_table_equals_evaluation() {
   using Table = cuda::ActTable<TableConfig<kFuse>>;
+  const float* copied = cuda::device_act_table(TableConfig<kFuse>::kKey, nullptr);
+  ASSERT_NE(copied, nullptr) << "fuse " << kFuse;
+  ASSERT_EQ(cuda::device_act_table(TableConfig<kFuse>::kKey, nullptr), copied);  // made once
+  for (const float* src : {static_cast<const float*>(nullptr), copied}) {
+    uint32_t* od = nullptr;
+    ASSERT_EQ(cudaMalloc(&od, 65536 * 4), cudaSuccess);
+    look_up_every_bf16<kFuse><<<32, 256>>>(od, src);
+    std::vector<uint32_t> got(65536);
+    ASSERT_EQ(cudaMemcpy(got.data(), od, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(od);
+    int64_t mismatches = 0;
+    for (uint32_t b = 0; b < 65536; ++b) {
+      const float x = num::bits_float(b << 16);
+      const uint32_t want =
+          num::float_bits(TableConfig<kFuse>::kDact ? num::dact_f(Table::kFn, x) : num::act_f(Table::kFn, x));
+      const bool both_nan = num::is_nan(num::bits_float(got[b])) && num::is_nan(num::bits_float(want));
+      if (got[b] != want && !both_nan && mismatches++ < 3)
+        ADD_FAILURE() << "fuse " << kFuse << (src ? " (copied)" : " (computed)") << ", bf16 bits 0x" << std::hex << b
+                      << ": table 0x" << got[b] << ", host 0x" << want;
+    }
+    EXPECT_EQ(mismatches, 0) << "fuse " << kFuse << (src ? " (copied)" : " (computed)");
+  }
+  // the copy reads the source: a table of sentinels (entry i holds i + 0.5) comes back for every
+  // value inside the table
+  using T = num::Bf16Table;
+  std::vector<float> sentinels(T::kSize);
+  for (uint32_t i = 0; i < T::kSize; ++i) sentinels[i] = float(i) + 0.5f;
+  float* sd = nullptr;
   uint32_t* od = nullptr;
+  ASSERT_EQ(cudaMalloc(&sd, T::kSize * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&od, 65536 * 4), cudaSuccess);
-  look_up_every_bf16<kFuse><<<32, 256>>>(od);
+  ASSERT_EQ(cudaMemcpy(sd, sentinels.data(), T::kSize * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  look_up_every_bf16<kFuse><<<32, 256>>>(od, sd);
   std::vector<uint32_t> got(65536);
   ASSERT_EQ(cudaMemcpy(got.data(), od, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaFree(od);
-  int64_t mismatches = 0;
+  cudaFree(sd);
+  int64_t inside = 0, wrong = 0;
   for (uint32_t b = 0; b < 65536; ++b) {
-    const float x = num::bits_float(b << 16);
-    const uint32_t want = num::float_bits(TableConfig<kFuse>::kDact ? num::dact_f(Table::kFn, x) : num::act_f(Table::kFn, x));
-    const bool both_nan = num::is_nan(num::bits_float(got[b])) && num::is_nan(num::bits_float(want));
-    if (got[b] != want && !both_nan && mismatches++ < 3)
-      ADD_FAILURE() << "fuse " << kFuse << ", bf16 bits 0x" << std::hex << b << ": table 0x" << got[b] << ", host 0x"
-                    << want;
+    if (T::offset(b) >= T::kHalf) continue;  // evaluated, not looked up
+    ++inside;
+    if (got[b] != num::float_bits(sentinels[T::entry(b)]) && wrong++ < 3)
+      ADD_FAILURE() << "fuse " << kFuse << ", bf16 bits 0x" << std::hex << b << ": 0x" << got[b]
+                    << ", not the sentinel";
   }
-  EXPECT_EQ(mismatches, 0) << "fuse " << kFuse;
+  EXPECT_EQ(inside, int64_t(T::kSize));
+  EXPECT_EQ(wrong, 0) << "fuse " << kFuse;
 }
 
 TEST(GpuNumerics, Bf16TableEqualsTheHostForEveryValue) {

@@ -844,38 +844,56 @@ TEST(GpuFused, RecipesAndDtypesBitExact) {
 #if MXQ_WITH_CUDA
 // The bf16 lookup table of the fused functions (fast.cuh ActTable) wired into the kernels: every
 // bf16 value through each function the table takes, forward and backward, on the rows and the
-// row+col kernels, with the table forced on and off, the same codes and scales as the CPU
-// reference, and the switch taking effect where the key allows the table (every function but
-// relu). The quantizer rounds most one-ulp differences away:
+// row+col kernels, the same codes and scales as the CPU reference, with the table (copied from the
+// device's) wherever the key allows it (every function but relu), which then always looks its
+// function up. The quantizer rounds most one-ulp differences away:
 // GpuNumerics.Bf16TableEqualsTheHostForEveryValue compares the looked-up values themselves.
 TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
   REQUIRE_GPU();
-  struct Policy {
-    ~Policy() { cuda::set_act_table_policy(-1); }
-  } restore;
   int cases = 0, on = 0;
-  for (int policy : {1, 0}) {
-    cuda::set_act_table_policy(policy);
-    for (Activation a : {Activation::gelu, Activation::gelu_tanh, Activation::silu, Activation::qgelu,
-                         Activation::swiglu, Activation::geglu, Activation::reglu, Activation::relu})
-      for (bool dact : {false, true}) {
-        if (dact && num::is_gated(a)) continue;
-        for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
-          check_fused(r, DType::bfloat16, Shape{64, 1024}, {a, dact, false, false}, uint64_t(cases), false,
-                      Values::every_bf16);
-          if (HasFatalFailure()) return;
-          const num::Activation f = num::is_gated(a) ? num::gate_of(a) : a;
-          const bool capable = f != Activation::relu;  // bf16 input: every function that costs more than a lookup
-          const std::string where = std::string(r) + " " + (dact ? "d" : "") + activation_name(a) + " policy " +
-                                    std::to_string(policy) + ": " + g_gpu_dispatch.kernel;
-          ASSERT_EQ(g_gpu_dispatch.kernel.rfind("jit ", 0), 0u) << where;  // a fused fast kernel ran
-          ASSERT_EQ(cuda::last_act_table(), policy == 1 && capable) << where;
-          on += cuda::last_act_table();
-          ++cases;
-        }
+  for (Activation a : {Activation::gelu, Activation::gelu_tanh, Activation::silu, Activation::qgelu, Activation::swiglu,
+                       Activation::geglu, Activation::reglu, Activation::relu})
+    for (bool dact : {false, true}) {
+      if (dact && num::is_gated(a)) continue;
+      for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
+        check_fused(r, DType::bfloat16, Shape{64, 1024}, {a, dact, false, false}, uint64_t(cases), false,
+                    Values::every_bf16);
+        if (HasFatalFailure()) return;
+        const num::Activation f = num::is_gated(a) ? num::gate_of(a) : a;
+        const bool capable = f != Activation::relu;  // bf16 input: every function that costs more than a lookup
+        const std::string where =
+            std::string(r) + " " + (dact ? "d" : "") + activation_name(a) + ": " + g_gpu_dispatch.kernel;
+        ASSERT_EQ(g_gpu_dispatch.kernel.rfind("jit ", 0), 0u) << where;  // a fused fast kernel ran
+        ASSERT_EQ(cuda::last_act_table(), capable) << where;
+        // outside a capture the entries come from the host-made table (device_act_table)
+        ASSERT_EQ(cuda::last_act_table_copied(), capable) << where;
+        on += cuda::last_act_table();
+        ++cases;
       }
-  }
+    }
   std::printf("table cases: %d, %d of them with the table\n", cases, on);
+}
+
+// The host-made table (cuda::device_act_table) is made outside graph captures only: a first call
+// inside one has its CTAs compute the entries, and the next call outside copies them; both
+// bit-exact against the CPU reference, rows and row+col kernels.
+TEST(GpuFused, Bf16TableCopiedExceptInACapture) {
+  REQUIRE_GPU();
+  for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
+    cuda::forget_device_act_tables();
+    const Fused f{Activation::gelu, true, true, false};
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 51, /*graphed=*/true);
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(cuda::last_act_table()) << r;
+    EXPECT_FALSE(cuda::last_act_table_copied()) << r << ": no table can be made inside a capture";
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 52);
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(cuda::last_act_table()) << r;
+    EXPECT_TRUE(cuda::last_act_table_copied()) << r;
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 53, /*graphed=*/true);  // made: captured copies too
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(cuda::last_act_table_copied()) << r;
+  }
 }
 #endif
 
@@ -939,7 +957,7 @@ TEST(GpuFused, TallShapesWalkManyTiles) {
   check_fused("fp8_block_1x128", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4001);
   if (HasFatalFailure()) return;
 #if MXQ_WITH_CUDA
-  // row+col over one wave whose CTAs fill the bf16 table (fast_grid, act_table_pays): 7.7M
+  // row+col over one wave whose CTAs fill the bf16 table (fast_grid, act_table_fill_pays): 7.7M
   // elements against 16384 per CTA of a wave at up to 3 CTAs per SM on 132 SMs
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4003);
   if (HasFatalFailure()) return;

@@ -253,7 +253,7 @@ TEST(JitCompile, FusedRowColKernelsDoNotSpill) {
   using A = num::Activation;
   std::vector<cuda::FastKey> keys;
   for (const int f : {cuda::fuse_bits(int(A::gelu), true, true), cuda::fuse_bits(int(A::swiglu), false, true),
-                      cuda::fuse_bits(int(A::silu), true, true)})
+                      cuda::fuse_bits(int(A::silu), true, true), cuda::fuse_bits(int(A::geglu), false, false)})
     keys.push_back({2, num::Scheme::mx, num::ElemFormat::e4m3fn, cuda::FastShape::colblocks, 32, 32,
                     num::ScaleLayout::row_major, num::ScaleLayout::row_major, f});
   expect_no_spills(keys, "fused MXFP8 row+col configurations");

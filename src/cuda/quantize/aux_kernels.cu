@@ -60,6 +60,21 @@ __global__ void zero_kernel(uint8_t* p, int64_t bytes, const float* noop) {
 // than half an SM's shared memory so that its CTAs take an SM each.
 __global__ void cluster_probe_kernel() {}
 
+// device_act_table's entries, computed on the device as fast.cuh ActTable::eval computes them (the
+// host's floating-point state, flush-to-zero say, must not reach them).
+__global__ void act_table_kernel(float* out, num::Activation f, bool dact) {
+  using T = num::Bf16Table;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < T::kSize; i += gridDim.x * blockDim.x) {
+    const float x = T::value(i);
+    out[i] = num::canonical_nan(dact ? num::dact_f(f, x) : num::act_f(f, x));
+  }
+}
+
+cudaError_t launch_act_table(float* out, num::Activation f, bool dact, cudaStream_t stream) {
+  act_table_kernel<<<num::Bf16Table::kSize / 256, 256, 0, stream>>>(out, f, dact);
+  return cudaGetLastError();
+}
+
 // Whether `ctas` CTAs of the probe, one per SM, can be resident as one cluster on the current
 // device; false where a query fails (its error cleared: an answer, not the next call's error).
 static bool probe_cluster(int device, int ctas) {

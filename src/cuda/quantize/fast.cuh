@@ -380,8 +380,9 @@ __device__ __forceinline__ Row8 act_row(Row8 x) {
 
 // The fused function of a bf16-input kernel (fused_function: activation, gate or derivative)
 // looked up in num::Bf16Table, 32 KB of shared memory that the CTA fills before its first tile
-// (before the programmatic-launch wait, so it overlaps the previous kernel's tail) when the
-// launcher finds it pays (TileParams::act_table). Entries are the function's values as the
+// (before the programmatic-launch wait, so it overlaps the previous kernel's tail): a copy of the
+// device's table (TileParams::act_table_src), else computed (inside a graph capture before that
+// table exists). Entries are the function's values as the
 // evaluation computes them, so a lookup is bit-identical to it. Values outside the table (zero,
 // |x| < 2^-24 or >= 256, Inf, NaN) are evaluated.
 template <class C>
@@ -391,7 +392,7 @@ struct ActTable {
   static constexpr num::Activation kFn = fused_function(C::kKey);
 
   __device__ static float* entries() {
-    __shared__ float table[T::kSize];
+    __shared__ __align__(16) float table[T::kSize];  // 16-byte stores of the copy (fill)
     return table;
   }
   // The function's value with NaN canonicalised (num::canonical_nan), as the entries hold it: a
@@ -399,10 +400,24 @@ struct ActTable {
   __device__ static float eval(float x) {
     return num::canonical_nan(C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x));
   }
-  // All threads of the CTA, before any of them returns.
-  __device__ static void fill() {
+  // All threads of the CTA, before any of them returns: the entries copied from `src`
+  // (device_act_table, whose kernel computed them with eval's functions: 16 bytes a load, from L2
+  // after the first CTAs), else computed.
+  __device__ static void fill(const float* src) {
     float* table = entries();
-    for (uint32_t i = threadIdx.x; i < T::kSize; i += C::kThreads) table[i] = eval(T::value(i));
+    if (src) {
+      // every load in flight before the first store (a loop bounded by threadIdx.x went one round
+      // trip at a time)
+      constexpr int kN = int(T::kSize) / (4 * C::kThreads);
+      static_assert(kN * 4 * C::kThreads == int(T::kSize), "whole float4 loads per thread");
+      float4 v[kN];
+#pragma unroll
+      for (int j = 0; j < kN; ++j) v[j] = __ldg(reinterpret_cast<const float4*>(src) + j * C::kThreads + threadIdx.x);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) reinterpret_cast<float4*>(table)[j * C::kThreads + threadIdx.x] = v[j];
+    } else {
+      for (uint32_t i = threadIdx.x; i < T::kSize; i += C::kThreads) table[i] = eval(T::value(i));
+    }
     __syncthreads();
   }
   // The function of the 8 bf16 values in k, NaN canonicalised. The words' two halves are indexed
@@ -440,30 +455,30 @@ struct ActTable {
 };
 
 // y = f(input) of a raw tile as fp32 bits, zeros outside the tensor (rows i >= n; the CPU
-// reference's act_f / dact_f in the same order, NaN canonicalised as there); table: look the
-// function up (ActTable).
+// reference's act_f / dact_f in the same order, NaN canonicalised as there). A kernel that has the
+// bf16 table (ActTable::kOn) always looks the function up: it has no evaluated path besides the
+// table's misses, which keeps its JIT compile short (session 40: bf16 MXFP8 row+col dgelu+dbias
+// 1.0 -> 0.85 s on the 2-core machine, NVVM and ptxas both; the runtime choice had both paths).
 template <class C>
-__device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::kR][8], int n, bool table) {
+__device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::kR][8], int n) {
 #pragma unroll
   for (int i = 0; i < C::kR; ++i) {
     Row8 y;
     elements<C::kInDType>(t.x[i], y.v);
-    if (ActTable<C>::kOn && table) {
-      if constexpr (ActTable<C>::kOn) {
-        const Row8 f = ActTable<C>::lookup(C::kDact ? t.second[i] : t.x[i], i < n);
-        if constexpr (C::kGated) {
-          Row8 gate;
-          elements<C::kInDType>(t.second[i], gate.v);
+    if constexpr (ActTable<C>::kOn) {
+      const Row8 f = ActTable<C>::lookup(C::kDact ? t.second[i] : t.x[i], i < n);
+      if constexpr (C::kGated) {
+        Row8 gate;
+        elements<C::kInDType>(t.second[i], gate.v);
 #pragma unroll
-          for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(f.v[j], gate.v[j]);
-        } else if constexpr (C::kDact) {
+        for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(f.v[j], gate.v[j]);
+      } else if constexpr (C::kDact) {
 #pragma unroll
-          for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], f.v[j]);
-        } else {  // the values are canonical already (lookup): no NaN test per element
+        for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], f.v[j]);
+      } else {  // the values are canonical already (lookup): no NaN test per element
 #pragma unroll
-          for (int j = 0; j < 8; ++j) w[i][j] = i < n ? __float_as_uint(f.v[j]) : 0u;
-          continue;
-        }
+        for (int j = 0; j < 8; ++j) w[i][j] = i < n ? __float_as_uint(f.v[j]) : 0u;
+        continue;
       }
     } else if constexpr (C::kGated) {
       Row8 gate;
@@ -1283,10 +1298,9 @@ template <class C>
 struct FusedLoad {
   RawTile<C> raw;
   uint32_t y[C::kR][8];
-  bool table = false;  // TileParams::act_table
   __device__ void load(const TileSrc& s) { load_raw<C>(raw, s); }
   __device__ const uint32_t (&tile(int n))[C::kR][8] {
-    transform<C>(raw, y, n, table);
+    transform<C>(raw, y, n);
     return y;
   }
 };
@@ -1463,7 +1477,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int lane_row = (wr * C::kRL + rl) * C::kR;
 
   if constexpr (ActTable<C>::kOn) {
-    if (p.act_table) ActTable<C>::fill();  // reads no global memory: ahead of the wait
+    // ahead of the wait: its source, if any, is no earlier kernel's output (device_act_table)
+    ActTable<C>::fill(p.act_table_src);
   }
   if constexpr (kClusterAmax<C>) {
     if (p.cluster_amax) cluster_amax_open();  // reads no global memory either
@@ -1556,7 +1571,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   }();
   FusedStats<C> stats;
   L a{};
-  if constexpr (C::kTransform) a.table = p.act_table;
   if constexpr (C::kGeo.ring != 0) {
     static_assert(!kClusterAmax<C>, "the one-launch kernels load their tiles twice (tile_amax_bits)");
 #pragma unroll
@@ -1601,7 +1615,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     }
   } else if constexpr (C::kPrefetch) {
     L b{};
-    if constexpr (C::kTransform) b.table = p.act_table;
     for (;;) {
       // tile starts are warp-uniform, so the loop exits are too
       if (at.next_exists()) b.load(at.src(1));

@@ -31,7 +31,7 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
   }();
   const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax, p.col && p.col_transposed);
   TileParams params = p;
-  params.act_table = act_table_pays(C::kKey, rows, cols, l.grid);
+  set_act_table(params, C::kKey, stream);
   params.long_ctas = l.long_ctas;
   params.flat_col_tiles = l.flat_col_tiles;
   params.flat_band = l.flat_band;

@@ -114,17 +114,16 @@ constexpr bool fused_activation_inline(const FastKey& k) { return activation_inl
 // value (not relu or srelu, or their derivatives). The sigmoid ones (silu, qgelu, swiglu's gate,
 // ~20 instructions evaluated) take it too since the lookup indexes two values at once
 // (Bf16Table::pair_offsets); before that (~12 per value) the table measured no faster for them
-// (sessions 15 and 17). The launcher decides per call (act_table_pays).
+// (sessions 15 and 17). Such a kernel always looks it up (fast.cuh transform).
 constexpr bool act_table_capable(const FastKey& k) {
   const num::Activation f = fused_function(k);
   return k.dtype == 2 && transforms(k) && f != num::Activation::none && f != num::Activation::relu &&
          f != num::Activation::srelu;
 }
-// Whether the kernel evaluates its function inline where it does not look it up
-// (activation_inline), except the single-input ones that have the table: their evaluated path
-// runs only for calls too small for the table (act_table_pays), and out of line (8 values per
-// call, as gelu's) it keeps the JIT's cold compile of 1x128 silu near 0.6 s instead of 0.8 (this
-// machine). The two-input kernels keep it inline: out of line they need 128 registers (fast_geometry).
+// Whether a kernel without the table evaluates its function inline (activation_inline; else out
+// of line, 8 values per call). Kernels with the table evaluate only its misses (inline, once per
+// row); for the two-input ones this still sets the register budget (fast_geometry: 80 where the
+// function would be inline, 128 where it would be called).
 constexpr bool evaluates_inline(const FastKey& k) {
   const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
   return fused_activation_inline(k) && (two_inputs || !act_table_capable(k));

@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
 
+#include "cuda/check.hpp"
 #include "mxq/error.hpp"
 
 namespace mxq::cuda {
@@ -44,11 +48,6 @@ int64_t row_tiles(const FastGeometry& g, int64_t rows) {
 // grid.y, fast_quantize_kernel's loop); grid.y capped at 65535, the CTAs loop beyond.
 dim3 tiles_per_cta(int64_t gx, int64_t tiles_y, int64_t per_cta) {
   return dim3(unsigned(gx), unsigned(std::clamp<int64_t>(num::ceil_div(tiles_y, per_cta), 1, 65535)));
-}
-
-// Elements per CTA from which filling the bf16 table (8192 evaluations) pays: twice its size.
-bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
-  return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
 }
 
 // FP4 column blocks from bf16 with transposed codes and row-major scales, from kTwoTileRows rows:
@@ -100,6 +99,10 @@ dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wa
 }
 
 }  // namespace
+
+bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
+  return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
+}
 
 dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed) {
   const FastGeometry g = fast_geometry(key);
@@ -175,19 +178,66 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 }
 
 namespace {
-std::atomic<int> g_act_table_policy{-1};
-std::atomic<bool> g_last_act_table{false};
+std::atomic<bool> g_last_act_table{false}, g_last_act_table_copied{false};
+// one table per device, function and direction, kept for the process (32 KB each)
+std::mutex g_tables_mu;
+std::map<std::tuple<int, int, bool>, const float*> g_tables;
 }  // namespace
 
-void set_act_table_policy(int policy) { g_act_table_policy.store(policy, std::memory_order_relaxed); }
+void forget_device_act_tables() {
+  const std::lock_guard<std::mutex> lock(g_tables_mu);
+  cudaDeviceSynchronize();
+  for (const auto& [k, t] : g_tables)
+    if (t) cudaFree(const_cast<float*>(t));
+  g_tables.clear();
+}
+
+const float* device_act_table(const FastKey& key, cudaStream_t stream) {
+  if (!act_table_capable(key)) return nullptr;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  const num::Activation f = fused_function(key);
+  const bool dact = (key.fuse & kFuseDact) != 0;
+  const std::lock_guard<std::mutex> lock(g_tables_mu);
+  const auto k = std::make_tuple(device, int(f), dact);
+  if (const auto it = g_tables.find(k); it != g_tables.end()) return it->second;  // null: could not be made
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (capturing != cudaStreamCaptureStatusNone) return nullptr;  // this launch's CTAs compute it; a later call makes it
+  // Its own stream, which waits on no other, synchronised before anyone reads the table; this
+  // thread's calls relaxed meanwhile (another thread may be capturing a graph in global mode).
+  const RelaxedCapture relaxed;
+  float* d = nullptr;
+  cudaStream_t s = nullptr;
+  const bool ok = cudaMalloc(&d, num::Bf16Table::kSize * sizeof(float)) == cudaSuccess &&
+                  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+                  launch_act_table(d, f, dact, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+  if (s) cudaStreamDestroy(s);
+  if (!ok) {
+    cudaGetLastError();  // (a sticky error stays: the quantize launch reports it)
+    if (d) cudaFree(d);
+    d = nullptr;
+  }
+  g_tables.emplace(k, d);
+  return d;
+}
+
+void set_act_table(TileParams& p, const FastKey& key, cudaStream_t stream) {
+  const bool on = act_table_capable(key);
+  p.act_table_src = on ? device_act_table(key, stream) : nullptr;
+  g_last_act_table.store(on, std::memory_order_relaxed);
+  g_last_act_table_copied.store(p.act_table_src != nullptr, std::memory_order_relaxed);
+}
+
 bool last_act_table() { return g_last_act_table.load(std::memory_order_relaxed); }
 
-bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid) {
-  const int forced = g_act_table_policy.load(std::memory_order_relaxed);
-  const bool on = act_table_capable(key) && (forced >= 0 ? forced != 0 : act_table_fill_pays(rows, cols, grid));
-  g_last_act_table.store(on, std::memory_order_relaxed);
-  return on;
-}
+bool last_act_table_copied() { return g_last_act_table_copied.load(std::memory_order_relaxed); }
 
 std::optional<cudaError_t> launch_fast_quantize(const FastKey& key, int64_t rows, int64_t cols, int sms,
                                                 cudaStream_t stream, const TileParams& p) {

@@ -82,15 +82,31 @@ std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t 
 // kernel can need, so a yes holds for the one-launch kernels); a refused query counts as no.
 bool cluster_fits(int device, int ctas);
 
-// Whether the fused kernel `key` launched on `grid` over a rows x cols input looks its function
-// up in a bf16 table (fast.cuh ActTable): where the key allows it (act_table_capable) and each
-// CTA has at least twice the table's 8192 entries of elements to quantize, so that filling it
-// (evaluating the function 8192 times) costs less than it saves.
-bool act_table_pays(const FastKey& key, int64_t rows, int64_t cols, dim3 grid);
-// Tests: -1 (the default) decides as above; 0 never and 1 always uses the table where the key
-// allows it. last_act_table(): the decision of the process's last launch of a specialised kernel.
-void set_act_table_policy(int policy);
+// Whether a grid gives each CTA at least twice the bf16 table's 8192 entries of a rows x cols
+// input to quantize: fast_grid gives the fused 8-row shapes that look their function up
+// (act_table_capable) one wave where it does, whose CTAs then fill the table once each (a CTA per
+// tile otherwise). Measured when the CTAs computed the entries (sessions 15-17).
+bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid);
+
+// The fused function's bf16 table (num::Bf16Table, the entries fast.cuh ActTable::fill computes:
+// num::act_f / dact_f, NaN canonicalised) in global memory: computed once per device and function
+// by a kernel of its own (launch_act_table, on a private stream, synchronised before the pointer is
+// handed out), for the CTAs to copy (32 KB from L2) rather than evaluate 8192 values each. Null
+// where it is not there yet and `stream` is capturing a graph (that launch's CTAs compute the
+// entries themselves), or where it could not be made (remembered: the CTAs compute it from then on).
+const float* device_act_table(const FastKey& key, cudaStream_t stream);
+// Its kernel: the 8192 entries of f (or its derivative) into out (aux_kernels.cu).
+cudaError_t launch_act_table(float* out, num::Activation f, bool dact, cudaStream_t stream);
+// A launch's TileParams::act_table_src (device_act_table, for the kernels that look their function
+// up: act_table_capable); both launchers (fast_inst.cuh, the JIT's) take it from here.
+// last_act_table(): whether the process's last launch of a specialised kernel looked its function
+// up; last_act_table_copied(): whether it copied the entries (act_table_src set).
+void set_act_table(TileParams& p, const FastKey& key, cudaStream_t stream);
 bool last_act_table();
+bool last_act_table_copied();
+// Tests: frees every device_act_table after synchronising the current device, so that the next
+// one is made again (graphs captured with one must not be replayed after).
+void forget_device_act_tables();
 
 // Launches the ahead-of-time specialisation `key` over a rows x cols input; the launch status,
 // or nothing when `key` was not built ahead of time.

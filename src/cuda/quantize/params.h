@@ -39,7 +39,6 @@ struct TileParams {
   float* dbias;        // column sums of y, accumulated with atomics into zeros
   const float* noop;   // non-zero: the kernel writes nothing
   unsigned* amax_out;  // block recipes given an amax buffer: max |y| bits, by atomicMax into 0
-  bool act_table;      // look the fused function up in a bf16 table (fast.cuh ActTable; act_table_pays)
   // 0: every CTA walks the row tiles blockIdx.y, + gridDim.y, ... Else the first long_ctas rows of
   // CTAs walk the leading row tiles (strided by long_ctas) and each of the other gridDim.y -
   // long_ctas takes one of the last row tiles: a short tail (FastLaunch, fast_launch.cpp).
@@ -52,6 +51,11 @@ struct TileParams {
   // through distributed shared memory, then quantizes them (the tiles come again from L2), in one
   // launch. `amax` is then not read and amax_canonical is written.
   bool cluster_amax;
+  // The fused function's bf16 table in global memory (device_act_table), or null: each CTA of a
+  // kernel that looks the function up (fast_key.h act_table_capable) computes it (fast.cuh ActTable::fill). Last:
+  // inserted before the fields above, the shifted offsets made ptxas spill 16 bytes in the bf16 MXFP8 row+col geglu
+  // kernel (session 39's review).
+  const float* act_table_src;
 };
 
 struct DequantParams {

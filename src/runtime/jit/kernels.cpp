@@ -213,7 +213,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
     a.value.clusterDim.z = shape.cluster.z;
   }
   cuda::TileParams params = p;
-  params.act_table = cuda::act_table_pays(key, rows, cols, grid);
+  cuda::set_act_table(params, key, stream);
   params.long_ctas = shape.long_ctas;
   params.flat_col_tiles = shape.flat_col_tiles;
   params.flat_band = shape.flat_band;
