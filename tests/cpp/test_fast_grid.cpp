@@ -204,8 +204,8 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
 
 // Fused rows kernels (fast_launch.cpp fused_rows_grid): from bf16 with FP8 codes, two row tiles per
 // CTA where the kernel prefetches a register set (two inputs, or dbias alone; a tile each at decode
-// sizes); where it rings tiles through shared memory (one input), four row tiles per CTA where that
-// makes 12 waves or more, else four waves; FP4 codes and other input dtypes keep one wave.
+// sizes); where it rings tiles through shared memory (one input), four waves with no CTA over four
+// row tiles; FP4 codes and other input dtypes keep one wave.
 TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
   using A = num::Activation;
   const auto covers = [](const dim3& grid, int64_t tiles_y) {
@@ -236,24 +236,23 @@ TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
       const int bps = g.min_blocks;
       const dim3 grid = fast_grid(k, rows, 7168, kSms, bps);
       EXPECT_TRUE(covers(grid, tiles_y));
-      if (rows < 16384) {  // under 12 waves of 4-tile CTAs: four waves
-        EXPECT_GT(int64_t(grid.x) * grid.y, 3 * kSms * bps) << rows;
-        EXPECT_LE(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
-        EXPECT_GE(tiles_of_busiest_cta(grid, tiles_y), 7) << rows;
-      } else {
-        EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 4) << rows;
-        EXPECT_EQ(int64_t(grid.y), (tiles_y + 3) / 4) << rows;
-        EXPECT_GE(int64_t(grid.x) * grid.y, 12 * kSms * bps) << rows;
-      }
+      // four waves would give these heights 7+ tiles per CTA: four each, more CTAs
+      EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 4) << rows;
+      EXPECT_EQ(int64_t(grid.y), (tiles_y + 3) / 4) << rows;
+      EXPECT_GT(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
     }
   }
-  // the ring kernels' 4-tile CTAs from 12 waves of them on: 12288 x 7168 (9 waves) keeps four waves
+  // the ring kernels where four waves give at most four tiles per CTA: the four waves (1024 x 7168:
+  // 128 row tiles, a CTA each; 16 x 7168: 2)
   {
     const FastKey k{2, num::Scheme::fp8_block, num::ElemFormat::e4m3fn, FastShape::rows, 128, 1,
                     num::ScaleLayout::mn_major_tma, num::ScaleLayout::row_major, fuse_bits(int(A::gelu), false, false)};
     const FastGeometry g = fast_geometry(k);
-    EXPECT_GE(tiles_of_busiest_cta(fast_grid(k, 12288, 7168, kSms, g.min_blocks), 12288 / g.tile_rows), 7);
-    EXPECT_EQ(tiles_of_busiest_cta(fast_grid(k, 16384, 7168, kSms, g.min_blocks), 16384 / g.tile_rows), 4);
+    for (const int64_t rows : {int64_t(16), int64_t(1024)}) {
+      const dim3 grid = fast_grid(k, rows, 7168, kSms, g.min_blocks);
+      EXPECT_EQ(tiles_of_busiest_cta(grid, rows / g.tile_rows), 1) << rows;
+      EXPECT_EQ(int64_t(grid.y), rows / g.tile_rows) << rows;
+    }
   }
   // decode sizes (no more tiles than slots): a tile per CTA, not two in turn
   for (const int64_t rows : {int64_t(1), int64_t(16), int64_t(128)}) {

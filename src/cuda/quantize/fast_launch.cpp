@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -68,11 +69,12 @@ bool two_tile_columns(const FastKey& key, int64_t rows, bool col_transposed) {
          key.col_layout == num::ScaleLayout::row_major && rows >= kTwoTileRows;
 }
 
-// gx CTAs across and as few down as leave no CTA more row tiles than `slots` CTAs would.
-dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
-  const int64_t per_wave = std::max<int64_t>(1, slots / gx);    // CTAs down the rows
-  const int64_t tiles_each = num::ceil_div(tiles_y, per_wave);  // row tiles of the busiest CTA
-  return tiles_per_cta(gx, tiles_y, tiles_each);                // fewest CTAs with that many
+// gx CTAs across and as few down as leave no CTA more row tiles than `slots` CTAs would (nor more
+// than `most`).
+dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots, int64_t most = INT64_MAX) {
+  const int64_t per_wave = std::max<int64_t>(1, slots / gx);                      // CTAs down the rows
+  const int64_t tiles_each = std::min(most, num::ceil_div(tiles_y, per_wave));  // row tiles of the busiest CTA
+  return tiles_per_cta(gx, tiles_y, tiles_each);                                  // fewest CTAs with that many
 }
 
 // Fused rows kernels (H100, bench/RESULTS.md session 39, call 2: one process per grid, bf16 8192 /
@@ -87,19 +89,18 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots) {
 //    waves, CTAs of ~7 tiles at 8192 rows, which still fill the table (act_table_fill_pays). 1x128
 //    silu 0.806 / 0.818 -> 0.869 / 0.917, gelu 0.810 / 0.822 -> 0.827 / 0.922; two waves 0.86-0.87 /
 //    0.85-0.86, 8 tiles per CTA 0.83-0.86 / 0.90-0.95, two tiles (the table computed) 0.56-0.66.
-//    Since the CTAs copy the table (session 40, call 3, of copy at 8192 / 16384 / 32768 rows, four
-//    waves 0.90 / 0.92 / 0.92): four tiles per CTA 0.76-0.83 / 0.96 / 0.97 (three 0.70-0.79 / 0.94 /
-//    0.96, eight 0.85-0.88 / 0.93 / 0.96, two 0.58-0.68 / 0.87 / 0.88). Four tiles where that makes
-//    kRingMinWaves waves or more (16384 rows: 13.6; 8192: 6.8), else the four waves;
+//    Since the CTAs copy the table (session 40, calls 3 and 4, 1x128 gelu / silu, of copy at 8192 /
+//    12288 / 16384 / 32768 rows): four waves 0.90 / 0.90 / 0.92 / 0.91, no CTA more than four tiles
+//    0.91-0.92 / 0.94 / 0.96 / 0.97 (4096 rows: 0.73 / 0.79 either way). So four waves, at most
+//    four tiles per CTA. Call 3 had also tried three (0.94 / 0.96 at 16384 / 32768), eight (0.93 /
+//    0.96) and two (0.87 / 0.88); its 8192-row figures were each process's first shape, which read
+//    up to 6% low;
 //  - FP4 codes: one wave (nvfp4 swiglu 0.861 / 0.939; 0.76-0.81 / 0.81-0.94 on every other grid).
 // f16 and fp32 input were not measured and keep the one wave.
-constexpr int64_t kRingMinWaves = 12;
+constexpr int64_t kRingMostTiles = 4;
 dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave) {
   if (key.dtype == 2 && key.elem != num::ElemFormat::e2m1) {
-    if (fast_geometry(key).ring != 0) {
-      const dim3 fours = tiles_per_cta(gx, tiles_y, 4);
-      return int64_t(fours.x) * fours.y >= kRingMinWaves * wave ? fours : spread(gx, tiles_y, 4 * wave);
-    }
+    if (fast_geometry(key).ring != 0) return spread(gx, tiles_y, 4 * wave, kRingMostTiles);
     // (at decode sizes, no more tiles than the wave's slots, the one wave below: a tile per CTA)
     if (gx * tiles_y > wave) return tiles_per_cta(gx, tiles_y, 2);
   }
