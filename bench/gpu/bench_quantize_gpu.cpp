@@ -224,7 +224,11 @@ int main(int argc, char** argv) {
                               // erf out of line in the rows shape: the bf16 table's case there
                               {"fp8_block_1x128:layout=mn_major_tma", Activation::gelu, false, false},
                               {"mxfp8", Activation::none, false, true},
-                              {"nvfp4", Activation::swiglu, false, false}};
+                              {"nvfp4", Activation::swiglu, false, false},
+                              // the two-input rows kernels whose function is erf: TE's rowwise
+                              // backward (dgelu + dbias) and a gated forward
+                              {"mxfp8", Activation::gelu, true, true},
+                              {"mxfp8", Activation::geglu, false, false}};
     cli::DeviceBuffer dbias(gpu, k * 4);
     for (const FusedRow& fr : fused) {
       if (!wanted(std::string(fr.recipe) + "+fused")) continue;
