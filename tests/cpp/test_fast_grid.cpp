@@ -205,7 +205,7 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
 // Fused rows kernels (fast_launch.cpp fused_rows_grid): from bf16 with FP8 codes, two row tiles per
 // CTA where the kernel prefetches a register set (two inputs, or dbias alone; a tile each at decode
 // sizes); where it rings tiles through shared memory (one input), four waves with no CTA over four
-// row tiles; FP4 codes and other input dtypes keep one wave.
+// row tiles (with dbias, no cap); FP4 codes and other input dtypes keep one wave.
 TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
   using A = num::Activation;
   const auto covers = [](const dim3& grid, int64_t tiles_y) {
@@ -236,10 +236,15 @@ TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
       const int bps = g.min_blocks;
       const dim3 grid = fast_grid(k, rows, 7168, kSms, bps);
       EXPECT_TRUE(covers(grid, tiles_y));
-      // four waves would give these heights 7+ tiles per CTA: four each, more CTAs
-      EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 4) << rows;
-      EXPECT_EQ(int64_t(grid.y), (tiles_y + 3) / 4) << rows;
-      EXPECT_GT(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
+      if (k.fuse & kFuseDbias) {  // dbias (published per CTA): the four waves, 7+ tiles per CTA
+        EXPECT_GT(int64_t(grid.x) * grid.y, 3 * kSms * bps) << rows;
+        EXPECT_LE(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
+        EXPECT_GE(tiles_of_busiest_cta(grid, tiles_y), 7) << rows;
+      } else {  // four waves would give these heights 7+ tiles per CTA: four each, more CTAs
+        EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 4) << rows;
+        EXPECT_EQ(int64_t(grid.y), (tiles_y + 3) / 4) << rows;
+        EXPECT_GT(int64_t(grid.x) * grid.y, 4 * kSms * bps) << rows;
+      }
     }
   }
   // the ring kernels where four waves give at most four tiles per CTA: the four waves (1024 x 7168:
@@ -325,8 +330,9 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
   }
 }
 
-// The bf16 activation table (fast.cuh ActTable): which keys may use it, and the fused 8-row
-// shapes' grid, one wave exactly where the launcher then turns the table on, else a CTA per tile.
+// The bf16 activation table (fast.cuh ActTable): which keys look their function up, and the fused
+// 8-row shapes' grid: one wave where each CTA then fills the table once for at least twice its
+// entries of elements, else a CTA per tile.
 TEST(FastGrid, FusedRowColShapesTakeOneWaveWhereTheTablePays) {
   using A = num::Activation;
   const auto key = [](FastShape shape, int dtype, A a, bool dact) {
@@ -407,7 +413,7 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
     EXPECT_EQ(l.long_ctas, 0);
     EXPECT_GE(int64_t(l.grid.x), int64_t(two_d.x) * two_d.y) << "no fewer CTAs than fast_grid's";
     EXPECT_EQ(act_table_fill_pays(c.rows, c.cols, l.grid), act_table_fill_pays(c.rows, c.cols, two_d))
-        << c.rows << " x " << c.cols << ": the table where fast_grid's wave would use it";
+        << c.rows << " x " << c.cols << ": a CTA per slot exactly where fast_grid gives one wave";
     EXPECT_EQ(l.flat_band, c.band ? c.band : tiles_y) << c.rows << " x " << c.cols;
     // every CTA's walk as the kernel takes it (its share of each band, one column tile at a time
     // to the share's end): each tile exactly once, no CTA idle, none more than one tile over the

@@ -847,22 +847,24 @@ TEST(GpuFused, RecipesAndDtypesBitExact) {
 // row+col kernels, the same codes and scales as the CPU reference, with the table (copied from the
 // device's) wherever the key allows it (every function but relu), which then always looks its
 // function up. The quantizer rounds most one-ulp differences away:
-// GpuNumerics.Bf16TableEqualsTheHostForEveryValue compares the looked-up values themselves.
+// GpuNumerics.Bf16TableEqualsTheHostForEveryValue compares the looked-up values themselves. The
+// same values as fp32 and f16 input take the kernels that evaluate the functions (no table).
 TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
   REQUIRE_GPU();
   int cases = 0, on = 0;
+  for (DType dt : {DType::bfloat16, DType::float32, DType::float16})
   for (Activation a : {Activation::gelu, Activation::gelu_tanh, Activation::silu, Activation::qgelu, Activation::swiglu,
                        Activation::geglu, Activation::reglu, Activation::relu})
     for (bool dact : {false, true}) {
       if (dact && num::is_gated(a)) continue;
       for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
-        check_fused(r, DType::bfloat16, Shape{64, 1024}, {a, dact, false, false}, uint64_t(cases), false,
-                    Values::every_bf16);
+        check_fused(r, dt, Shape{64, 1024}, {a, dact, false, false}, uint64_t(cases), false, Values::every_bf16);
         if (HasFatalFailure()) return;
         const num::Activation f = num::is_gated(a) ? num::gate_of(a) : a;
-        const bool capable = f != Activation::relu;  // bf16 input: every function that costs more than a lookup
-        const std::string where =
-            std::string(r) + " " + (dact ? "d" : "") + activation_name(a) + ": " + g_gpu_dispatch.kernel;
+        // bf16 input: every function that costs more than a lookup
+        const bool capable = dt == DType::bfloat16 && f != Activation::relu;
+        const std::string where = std::string(dtype_name(dt)) + " " + r + " " + (dact ? "d" : "") +
+                                  activation_name(a) + ": " + g_gpu_dispatch.kernel;
         ASSERT_EQ(g_gpu_dispatch.kernel.rfind("jit ", 0), 0u) << where;  // a fused fast kernel ran
         ASSERT_EQ(cuda::last_act_table(), capable) << where;
         // outside a capture the entries come from the host-made table (device_act_table)
@@ -957,11 +959,11 @@ TEST(GpuFused, TallShapesWalkManyTiles) {
   check_fused("fp8_block_1x128", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4001);
   if (HasFatalFailure()) return;
 #if MXQ_WITH_CUDA
-  // row+col over one wave whose CTAs fill the bf16 table (fast_grid, act_table_fill_pays): 7.7M
+  // row+col over one wave whose CTAs copy the bf16 table (fast_grid, act_table_fill_pays): 7.7M
   // elements against 16384 per CTA of a wave at up to 3 CTAs per SM on 132 SMs
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{60001, 128}, {Activation::gelu, true, true, false}, 4003);
   if (HasFatalFailure()) return;
-  EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
+  EXPECT_TRUE(cuda::last_act_table_copied()) << g_gpu_dispatch.kernel;
   // ... and a flat wave (fast_launch_shape: 5 column tiles, the last one partial, do not divide
   // the slots) whose CTAs' shares cross from one column tile to the next, dbias published per
   // column tile (tests/cpp/test_fast_grid.cpp FusedRowColKernelsLaunchFlat); 1100 x 7168 too, whose
@@ -970,12 +972,12 @@ TEST(GpuFused, TallShapesWalkManyTiles) {
   // the last takes the rest, the CTAs with one tile more rotate)
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{30001, 600}, {Activation::gelu, true, true, false}, 4004);
   if (HasFatalFailure()) return;
-  EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
+  EXPECT_TRUE(cuda::last_act_table_copied()) << g_gpu_dispatch.kernel;
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{70001, 600}, {Activation::swiglu, false, true, false}, 4005);
   if (HasFatalFailure()) return;
   check_fused("mxfp8:dir=both", DType::bfloat16, Shape{1100, 7168}, {Activation::gelu, true, true, false}, 4006);
   if (HasFatalFailure()) return;
-  EXPECT_TRUE(cuda::last_act_table()) << g_gpu_dispatch.kernel;
+  EXPECT_TRUE(cuda::last_act_table_copied()) << g_gpu_dispatch.kernel;
 #endif
   check_fused("mxfp4", DType::bfloat16, Shape{60001, 64}, {Activation::silu, false, true, false}, 4002);
 }

@@ -71,8 +71,10 @@ __global__ void act_table_kernel(float* out, num::Activation f, bool dact) {
 }
 
 cudaError_t launch_act_table(float* out, num::Activation f, bool dact, cudaStream_t stream) {
-  act_table_kernel<<<num::Bf16Table::kSize / 256, 256, 0, stream>>>(out, f, dact);
-  return cudaGetLastError();
+  // the launch's own status (cudaGetLastError would also take up an earlier call's error)
+  void* args[] = {&out, &f, &dact};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&act_table_kernel), dim3(num::Bf16Table::kSize / 256),
+                          dim3(256), args, 0, stream);
 }
 
 // Whether `ctas` CTAs of the probe, one per SM, can be resident as one cluster on the current

@@ -36,8 +36,8 @@ namespace mxq::cuda {
 //    (fused_rows_grid);
 //  - fused 8-row shapes (row+col): one row tile per CTA, as the plain ones (session 15: mxfp8
 //    row+col dgelu + dbias 0.26 -> 0.30-0.31 of copy against one wave), except where the CTAs of
-//    one wave each have enough elements to fill the bf16 table (fast.cuh ActTable) and use it
-//    (session 17: mxfp8 row+col dgelu + dbias 0.40-0.41 -> 0.56-0.58).
+//    one wave each have enough elements to fill the bf16 table (fast.cuh ActTable) once for many
+//    (session 17, when it was evaluated: mxfp8 row+col dgelu + dbias 0.40-0.41 -> 0.56-0.58).
 namespace {
 
 // Row tiles of a rows-row input (at least one: an empty launch still publishes a global scale).
@@ -86,21 +86,24 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots, int64_t most = INT64_MAX
 //    0.85-0.89 / 0.95-0.98; the bf16 table on or off at one wave: the same). Session 15's loss from
 //    dbias publishes per CTA (0.74 -> 0.50 at one tile each) did not come back at two;
 //  - FP8 codes from one input (the cp.async ring kernels, which fill the bf16 table per CTA): four
-//    waves, CTAs of ~7 tiles at 8192 rows, which still fill the table (act_table_fill_pays). 1x128
+//    waves (session 39, the table computed per CTA: CTAs of ~7 tiles at 8192 rows). 1x128
 //    silu 0.806 / 0.818 -> 0.869 / 0.917, gelu 0.810 / 0.822 -> 0.827 / 0.922; two waves 0.86-0.87 /
 //    0.85-0.86, 8 tiles per CTA 0.83-0.86 / 0.90-0.95, two tiles (the table computed) 0.56-0.66.
 //    Since the CTAs copy the table (session 40, calls 3 and 4, 1x128 gelu / silu, of copy at 8192 /
 //    12288 / 16384 / 32768 rows): four waves 0.90 / 0.90 / 0.92 / 0.91, no CTA more than four tiles
 //    0.91-0.92 / 0.94 / 0.96 / 0.97 (4096 rows: 0.73 / 0.79 either way). So four waves, at most
-//    four tiles per CTA. Call 3 had also tried three (0.94 / 0.96 at 16384 / 32768), eight (0.93 /
-//    0.96) and two (0.87 / 0.88); its 8192-row figures were each process's first shape, which read
-//    up to 6% low;
+//    four tiles per CTA (up to 65535 CTA rows: tiles_per_cta's clamp; without dbias, whose per-CTA
+//    publishes were not measured at the cap). Call 3 had also tried three (0.94 / 0.96 at 16384 /
+//    32768), eight (0.93 / 0.96) and two (0.87 / 0.88); its 8192-row figures were each process's
+//    first shape, whose CTAs computed the table (bench_quantize_gpu's first call was captured);
 //  - FP4 codes: one wave (nvfp4 swiglu 0.861 / 0.939; 0.76-0.81 / 0.81-0.94 on every other grid).
 // f16 and fp32 input were not measured and keep the one wave.
 constexpr int64_t kRingMostTiles = 4;
 dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave) {
   if (key.dtype == 2 && key.elem != num::ElemFormat::e2m1) {
-    if (fast_geometry(key).ring != 0) return spread(gx, tiles_y, 4 * wave, kRingMostTiles);
+    // (with dbias, whose CTAs each publish their sums, the 4-tile cap is not measured: four waves)
+    if (fast_geometry(key).ring != 0)
+      return spread(gx, tiles_y, 4 * wave, key.fuse & kFuseDbias ? INT64_MAX : kRingMostTiles);
     // (at decode sizes, no more tiles than the wave's slots, the one wave below: a tile per CTA)
     if (gx * tiles_y > wave) return tiles_per_cta(gx, tiles_y, 2);
   }
@@ -219,13 +222,19 @@ const float* device_act_table(const FastKey& key, cudaStream_t stream) {
     return nullptr;
   }
   if (capturing != cudaStreamCaptureStatusNone) return nullptr;  // this launch's CTAs compute it; a later call makes it
+  // An error already pending is the caller's: left for the quantize launch to report, and no
+  // attempt that would take it up (not remembered either).
+  if (cudaPeekAtLastError() != cudaSuccess) return nullptr;
   // Its own stream, which waits on no other, synchronised before anyone reads the table; this
   // thread's calls relaxed meanwhile (another thread may be capturing a graph in global mode).
   const RelaxedCapture relaxed;
   float* d = nullptr;
   cudaStream_t s = nullptr;
-  const bool ok = cudaMalloc(&d, num::Bf16Table::kSize * sizeof(float)) == cudaSuccess &&
-                  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+  if (cudaMalloc(&d, num::Bf16Table::kSize * sizeof(float)) != cudaSuccess) {
+    cudaGetLastError();  // out of memory for now (a caching allocator may hold it): tried again next call
+    return nullptr;
+  }
+  const bool ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
                   launch_act_table(d, f, dact, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
   if (s) cudaStreamDestroy(s);
   if (!ok) {
