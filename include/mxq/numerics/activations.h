@@ -247,4 +247,8 @@ MXQ_HD float dact_f(Activation a, float x) {
   }
 }
 
+// What a Bf16Table entry (and the kernels' evaluation of a value outside it) holds: f at x, or its
+// derivative with dact, NaN canonicalised (a lookup then needs no NaN test of its own).
+MXQ_HD float table_function(Activation f, bool dact, float x) { return canonical_nan(dact ? dact_f(f, x) : act_f(f, x)); }
+
 }  // namespace mxq::num

@@ -65,8 +65,7 @@ __global__ void cluster_probe_kernel() {}
 __global__ void act_table_kernel(float* out, num::Activation f, bool dact) {
   using T = num::Bf16Table;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < T::kSize; i += gridDim.x * blockDim.x) {
-    const float x = T::value(i);
-    out[i] = num::canonical_nan(dact ? num::dact_f(f, x) : num::act_f(f, x));
+    out[i] = num::table_function(f, dact, T::value(i));
   }
 }
 

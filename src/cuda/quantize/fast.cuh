@@ -347,8 +347,8 @@ __device__ __forceinline__ void load_raw(RawTile<C>& t, const TileSrc& s) {
 // compile (measured: 9.4 s -> 1.3 s for dgelu+dbias on CI's cores). In the rows shape the sigmoid
 // ones (silu, swiglu's gate, qgelu: ~20 instructions per element) are inlined
 // (activation_inline): the call cost them ~10% (bench/RESULTS.md session 15, mxfp8 swiglu 0.63 ->
-// 0.69 of copy), and the compile stays ~1 s; the single-input kernels that look them up in the
-// bf16 table call them out of line (evaluates_inline).
+// 0.69 of copy), and the compile stays ~1 s. Kernels with the bf16 table (ActTable) evaluate only
+// its misses.
 struct Row8 {
   float v[8];
 };
@@ -398,7 +398,7 @@ struct ActTable {
   // The function's value with NaN canonicalised (num::canonical_nan), as the entries hold it: a
   // lookup needs no NaN test of its own (transform).
   __device__ static float eval(float x) {
-    return num::canonical_nan(C::kDact ? num::dact_f(kFn, x) : num::act_f(kFn, x));
+    return num::table_function(kFn, C::kDact, x);
   }
   // All threads of the CTA, before any of them returns: the entries copied from `src`
   // (device_act_table, whose kernel computed them with eval's functions: 16 bytes a load, from L2
@@ -483,16 +483,16 @@ __device__ __forceinline__ void transform(const RawTile<C>& t, uint32_t (&w)[C::
     } else if constexpr (C::kGated) {
       Row8 gate;
       elements<C::kInDType>(t.second[i], gate.v);
-      y = act_row<num::gate_of(C::kAct), evaluates_inline(C::kKey)>(y);
+      y = act_row<num::gate_of(C::kAct), fused_activation_inline(C::kKey)>(y);
 #pragma unroll
       for (int j = 0; j < 8; ++j) y.v[j] = num::mul_rn(y.v[j], gate.v[j]);
     } else if constexpr (C::kDact) {
       Row8 a;
       elements<C::kInDType>(t.second[i], a.v);
-      if constexpr (evaluates_inline(C::kKey)) y = dact_row_inline<C::kAct>(y, a);
+      if constexpr (fused_activation_inline(C::kKey)) y = dact_row_inline<C::kAct>(y, a);
       else y = dact_row_outlined<C::kAct>(y, a);
     } else {
-      y = act_row<C::kAct, evaluates_inline(C::kKey)>(y);
+      y = act_row<C::kAct, fused_activation_inline(C::kKey)>(y);
     }
     const bool live = i < n;
 #pragma unroll

@@ -120,14 +120,6 @@ constexpr bool act_table_capable(const FastKey& k) {
   return k.dtype == 2 && transforms(k) && f != num::Activation::none && f != num::Activation::relu &&
          f != num::Activation::srelu;
 }
-// Whether a kernel without the table evaluates its function inline (activation_inline; else out
-// of line, 8 values per call). Kernels with the table evaluate only its misses (inline, once per
-// row); for the two-input ones this still sets the register budget (fast_geometry: 80 where the
-// function would be inline, 128 where it would be called).
-constexpr bool evaluates_inline(const FastKey& k) {
-  const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
-  return fused_activation_inline(k) && (two_inputs || !act_table_capable(k));
-}
 // The dtype the tile quantizes.
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
 
@@ -223,7 +215,9 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // dbias alone included (232 bytes of spills at 80), takes 128.
   g.max_regs = [&] {
     if (rows && !k.fuse) return 64;
-    if (rows && half_tile) return !two_inputs ? 64 : evaluates_inline(k) ? 80 : 128;
+    // two inputs: 80 where the function is inline (activation_inline), 128 where a kernel without
+    // the table calls it out of line (and, for now, where a kernel with the table would)
+    if (rows && half_tile) return !two_inputs ? 64 : fused_activation_inline(k) ? 80 : 128;
     if (rows) return two_inputs ? 128 : transforms(k) ? 96 : 80;
     if (dtype == 0 || k.fuse) return 128;
     // FP4 column blocks (128 threads) from bf16: 128 registers, 4 CTAs per SM. They had 168 (3

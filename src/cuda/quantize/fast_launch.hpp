@@ -92,8 +92,9 @@ bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid);
 // num::act_f / dact_f, NaN canonicalised) in global memory: computed once per device and function
 // by a kernel of its own (launch_act_table, on a private stream, synchronised before the pointer is
 // handed out), for the CTAs to copy (32 KB from L2) rather than evaluate 8192 values each. Null
-// where it is not there yet and `stream` is capturing a graph (that launch's CTAs compute the
-// entries themselves), or where it could not be made (remembered: the CTAs compute it from then on).
+// (the CTAs then compute the entries) where it is not there yet and `stream` is capturing a graph,
+// where an error is already pending (the caller's, left to it), where its 32 KB could not be
+// allocated (tried again next call), or where it could not be made otherwise (remembered).
 const float* device_act_table(const FastKey& key, cudaStream_t stream);
 // Its kernel: the 8192 entries of f (or its derivative) into out (aux_kernels.cu).
 cudaError_t launch_act_table(float* out, num::Activation f, bool dact, cudaStream_t stream);
