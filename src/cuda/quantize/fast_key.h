@@ -215,9 +215,10 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // dbias alone included (232 bytes of spills at 80), takes 128.
   g.max_regs = [&] {
     if (rows && !k.fuse) return 64;
-    // two inputs: 80 where the function is inline (activation_inline), 128 where a kernel without
-    // the table calls it out of line (and, for now, where a kernel with the table would)
-    if (rows && half_tile) return !two_inputs ? 64 : fused_activation_inline(k) ? 80 : 128;
+    // two inputs: 80 where the function is inline (activation_inline) or looked up in the bf16
+    // table (act_table_capable: only the table's misses evaluate it), 128 where a kernel without
+    // the table calls it out of line
+    if (rows && half_tile) return !two_inputs ? 64 : fused_activation_inline(k) || act_table_capable(k) ? 80 : 128;
     if (rows) return two_inputs ? 128 : transforms(k) ? 96 : 80;
     if (dtype == 0 || k.fuse) return 128;
     // FP4 column blocks (128 threads) from bf16: 128 registers, 4 CTAs per SM. They had 168 (3
