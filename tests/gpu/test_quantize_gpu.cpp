@@ -876,21 +876,33 @@ TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
   std::printf("table cases: %d, %d of them with the table\n", cases, on);
 }
 
-// The host-made table (cuda::device_act_table) is made outside graph captures only: a first call
-// inside one has its CTAs compute the entries, and the next call outside copies them; both
-// bit-exact against the CPU reference, rows and row+col kernels.
-TEST(GpuFused, Bf16TableCopiedExceptInACapture) {
+// The device's table (cuda::device_act_table) is made inside a graph capture too: a graph captured
+// on a configuration's first call copies it. With tables refused, the CTAs compute the entries
+// (the path a failed table takes). All bit-exact against the CPU reference, rows and row+col.
+TEST(GpuFused, Bf16TableCopiedEvenInACapture) {
   REQUIRE_GPU();
+  struct Refuse {
+    Refuse() { cuda::refuse_device_act_tables(true); }
+    ~Refuse() { cuda::refuse_device_act_tables(false); }
+  };
   for (const char* r : {"mxfp8", "mxfp8:dir=both"}) {
-    cuda::forget_device_act_tables();
     const Fused f{Activation::gelu, true, true, false};
-    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 51, /*graphed=*/true);
+    {
+      const Refuse refuse;
+      cuda::forget_device_act_tables();
+      check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 50);
+      if (HasFatalFailure()) return;
+      EXPECT_TRUE(cuda::last_act_table()) << r;
+      EXPECT_FALSE(cuda::last_act_table_copied()) << r << ": tables refused, the CTAs compute it";
+      check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 51, /*graphed=*/true);
+      if (HasFatalFailure()) return;
+      EXPECT_FALSE(cuda::last_act_table_copied()) << r;
+    }
+    cuda::forget_device_act_tables();  // the next call is the first again, and captured
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 52, /*graphed=*/true);
     if (HasFatalFailure()) return;
-    EXPECT_FALSE(cuda::last_act_table_copied()) << r << ": no table can be made inside a capture";
-    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 52);
-    if (HasFatalFailure()) return;
-    EXPECT_TRUE(cuda::last_act_table_copied()) << r;
-    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 53, /*graphed=*/true);  // made: captured copies too
+    EXPECT_TRUE(cuda::last_act_table_copied()) << r << ": made inside the capture";
+    check_fused(r, DType::bfloat16, Shape{256, 1024}, f, 53);
     if (HasFatalFailure()) return;
     EXPECT_TRUE(cuda::last_act_table_copied()) << r;
   }

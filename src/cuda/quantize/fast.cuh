@@ -381,8 +381,8 @@ __device__ __forceinline__ Row8 act_row(Row8 x) {
 // The fused function of a bf16-input kernel (fused_function: activation, gate or derivative)
 // looked up in num::Bf16Table, 32 KB of shared memory that the CTA fills before its first tile
 // (before the programmatic-launch wait, so it overlaps the previous kernel's tail): a copy of the
-// device's table (TileParams::act_table_src), else computed (inside a graph capture before that
-// table exists). Entries are the function's values as the
+// device's table (TileParams::act_table_src), else computed (where that table could not be
+// made). Entries are the function's values as the
 // evaluation computes them, so a lookup is bit-identical to it. Values outside the table (zero,
 // |x| < 2^-24 or >= 256, Inf, NaN) are evaluated.
 template <class C>

@@ -190,11 +190,13 @@ FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int
 }
 
 namespace {
-std::atomic<bool> g_last_act_table{false}, g_last_act_table_copied{false};
+std::atomic<bool> g_last_act_table{false}, g_last_act_table_copied{false}, g_refuse_tables{false};
 // one table per device, function and direction, kept for the process (32 KB each)
 std::mutex g_tables_mu;
 std::map<std::tuple<int, int, bool>, const float*> g_tables;
 }  // namespace
+
+void refuse_device_act_tables(bool refuse) { g_refuse_tables.store(refuse, std::memory_order_relaxed); }
 
 void forget_device_act_tables() {
   const std::lock_guard<std::mutex> lock(g_tables_mu);
@@ -205,7 +207,7 @@ void forget_device_act_tables() {
 }
 
 const float* device_act_table(const FastKey& key, cudaStream_t stream) {
-  if (!act_table_capable(key)) return nullptr;
+  if (!act_table_capable(key) || g_refuse_tables.load(std::memory_order_relaxed)) return nullptr;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();
@@ -221,7 +223,11 @@ const float* device_act_table(const FastKey& key, cudaStream_t stream) {
     cudaGetLastError();
     return nullptr;
   }
-  if (capturing != cudaStreamCaptureStatusNone) return nullptr;  // this launch's CTAs compute it; a later call makes it
+  // Inside a capture too (a graph captured on a configuration's first call copies it like any
+  // later call): the table is made on a stream of its own, outside the graph, before the capture
+  // goes on. A failure there is not remembered (the capture may be what refused it): that
+  // launch's CTAs compute the entries, and the next call tries again.
+  const bool in_capture = capturing != cudaStreamCaptureStatusNone;
   // An error already pending is the caller's: left for the quantize launch to report, and no
   // attempt that would take it up (not remembered either).
   if (cudaPeekAtLastError() != cudaSuccess) return nullptr;
@@ -240,6 +246,7 @@ const float* device_act_table(const FastKey& key, cudaStream_t stream) {
   if (!ok) {
     cudaGetLastError();  // (a sticky error stays: the quantize launch reports it)
     if (d) cudaFree(d);
+    if (in_capture) return nullptr;
     d = nullptr;
   }
   g_tables.emplace(k, d);

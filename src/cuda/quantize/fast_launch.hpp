@@ -91,11 +91,16 @@ bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid);
 // The fused function's bf16 table (num::Bf16Table, the entries fast.cuh ActTable::fill computes:
 // num::act_f / dact_f, NaN canonicalised) in global memory: computed once per device and function
 // by a kernel of its own (launch_act_table, on a private stream, synchronised before the pointer is
-// handed out), for the CTAs to copy (32 KB from L2) rather than evaluate 8192 values each. Null
-// (the CTAs then compute the entries) where it is not there yet and `stream` is capturing a graph,
-// where an error is already pending (the caller's, left to it), where its 32 KB could not be
-// allocated (tried again next call), or where it could not be made otherwise (remembered).
+// handed out), for the CTAs to copy (32 KB from L2) rather than evaluate 8192 values each; made
+// inside a graph capture too (outside the graph: a private stream, this thread's capture mode
+// relaxed meanwhile). Null (the CTAs then compute the entries) where an error is already pending
+// (the caller's, left to it), where its 32 KB could not be allocated or it could not be made inside
+// a capture (both tried again next call), where it could not be made otherwise (remembered), or
+// while refuse_device_act_tables is on.
 const float* device_act_table(const FastKey& key, cudaStream_t stream);
+// Tests: while on, device_act_table hands out no table (and remembers nothing), so that the CTAs'
+// own computation of the entries stays tested.
+void refuse_device_act_tables(bool refuse);
 // Its kernel: the 8192 entries of f (or its derivative) into out (aux_kernels.cu).
 cudaError_t launch_act_table(float* out, num::Activation f, bool dact, cudaStream_t stream);
 // A launch's TileParams::act_table_src (device_act_table, for the kernels that look their function
