@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# session 41 call 5: wip/s41-call5 = main 861f1fe + wip/early-cast (74abac8) + the EXPERIMENT grid
+# knobs (never merged). Tests of the early cast, decode A/B against main ccf6cc4's bench
+# (ab/main41.tar.xz), the fused rows grid sweep (one round), memcheck of the new test.
+# From bench/ab (kept in the repository: ab/ is not carried between checkouts). Before the call:
+#   git checkout --detach <main + bench/ab/early-cast.patch + bench/ab/exp-grid-knobs.patch>;
+#   bash scripts/gpu_pack.sh; bash scripts/ab_base.sh 861f1fe main41 (the base bench, ab/main41.tar.xz)
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
+MXQ_PREBUILT=prebuilt.tar.xz MXQ_GPU_TEST_SMALL=1 \
+MXQ_GPU_TEST_FILTER='GpuQuantize.TwoKernelCastReadsWhatTheStreamWroteJustBefore:GpuQuantize.PerTensorSmallCallsInOneLaunch:GpuQuantize.CapturableInCudaGraph:GpuQuantize.BitExactSpecialValues:GpuQuantize.CallerGivenAmaxAndScale' \
+MXQ_SKIP_SANITIZER=1 MXQ_SKIP_BENCH=1 MXQ_AB_BASE=ab/main41.tar.xz MXQ_AB_REPEAT=2 \
+MXQ_AB_ARGS='--small --only fp8_tensor --only nvfp4 --shape 64x7168 --shape 128x7168 --shape 1024x7168' \
+timeout 150 bash scripts/gpu_check.sh
+B=build-gpu
+Q=$B/bench/gpu/bench_quantize_gpu
+ARGS='--only mxfp8+fused --only nvfp4+fused --only fp8_block_1x128:layout=mn_major_tma+fused --shape 4096x7168 --shape 8192x7168 --shape 32768x7168'
+sets=("" "MXQ_EXP_ROWS_TILES=8 MXQ_EXP_FP4_TILES=8 MXQ_EXP_RING_MOST=0" "MXQ_EXP_ROWS_TILES=0 MXQ_EXP_FP4_TILES=2 MXQ_EXP_RING_MOST=8")
+for s in "${sets[@]}"; do
+  echo "=== [${s:-default}]"
+  env $s timeout 30 $Q $ARGS 2>&1 | grep -E ' [0-9]+x[0-9]+ ' | grep -v "^copy"
+done >"$OUT/grid.txt"
+echo "grid runs: $(grep -c '^===' "$OUT/grid.txt")" | tee -a "$OUT/status.txt"
+MXQ_GPU_TEST_SMALL=1 timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/gpu/mxq_gpu_tests \
+  --gtest_filter='GpuQuantize.TwoKernelCastReadsWhatTheStreamWroteJustBefore' >"$OUT/memcheck.log" 2>&1
+echo "memcheck (TwoKernelCast...): rc=$? $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/status.txt"
+cat "$OUT/status.txt"
