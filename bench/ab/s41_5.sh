@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# session 41 call 5: wip/s41-call5 = main 861f1fe + wip/early-cast (74abac8) + the EXPERIMENT grid
-# knobs (never merged). Tests of the early cast, decode A/B against main ccf6cc4's bench
+# session 41's call 5 (did not run: no machine): main + bench/ab/early-cast.patch + the EXPERIMENT
+# grid knobs (bench/ab/exp-grid-knobs.patch, never merged). Tests of the early cast, decode A/B against main ccf6cc4's bench
 # (ab/main41.tar.xz), the fused rows grid sweep (one round), memcheck of the new test.
 # From bench/ab (kept in the repository: ab/ is not carried between checkouts). Before the call:
-#   git checkout --detach <main + bench/ab/early-cast.patch + bench/ab/exp-grid-knobs.patch>;
-#   bash scripts/gpu_pack.sh; bash scripts/ab_base.sh 861f1fe main41 (the base bench, ab/main41.tar.xz)
+#   git apply bench/ab/early-cast.patch bench/ab/exp-grid-knobs.patch (on main 9142edd or later);
+#   bash scripts/gpu_pack.sh; bash scripts/ab_base.sh main main41 (the base bench, ab/main41.tar.xz)
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 MXQ_PREBUILT=prebuilt.tar.xz MXQ_GPU_TEST_SMALL=1 \
