@@ -21,6 +21,10 @@ for s in "${sets[@]}"; do
   env $s timeout 30 $Q $ARGS 2>&1 | grep -E ' [0-9]+x[0-9]+ ' | grep -v "^copy"
 done >"$OUT/grid.txt"
 echo "grid runs: $(grep -c '^===' "$OUT/grid.txt")" | tee -a "$OUT/status.txt"
+for n in 0 2 4 8 16; do  # the amax kernel's rows per CTA at decode sizes (EXPERIMENT knob)
+  echo "=== MXQ_EXP_AMAX_ROWS=$n"
+  MXQ_EXP_AMAX_ROWS=$n timeout 20 $Q --small --only fp8_tensor --only nvfp4 --shape 64x7168 --shape 128x7168 --shape 1024x7168 2>&1 | grep -E ' [0-9]+x[0-9]+ '
+done >"$OUT/amax_rows.txt"
 MXQ_GPU_TEST_SMALL=1 timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/gpu/mxq_gpu_tests \
   --gtest_filter='GpuQuantize.TwoKernelCastReadsWhatTheStreamWroteJustBefore' >"$OUT/memcheck.log" 2>&1
 echo "memcheck (TwoKernelCast...): rc=$? $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/status.txt"
