@@ -28,4 +28,8 @@ done >"$OUT/amax_rows.txt"
 MXQ_GPU_TEST_SMALL=1 timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/gpu/mxq_gpu_tests \
   --gtest_filter='GpuQuantize.TwoKernelCastReadsWhatTheStreamWroteJustBefore' >"$OUT/memcheck.log" 2>&1
 echo "memcheck (TwoKernelCast...): rc=$? $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$OUT/status.txt"
+# ncu of mxfp8 + dbias (fuse 32) at 8192 x 7168: its L2 reductions (NOTES v26)
+timeout 90 ncu --clock-control none --kernel-name-base mangled -k 'regex:ELS7_0ELi32ELb0E' --launch-skip 3 --launch-count 1 \
+  --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+  $Q --only mxfp8+fused --shape 8192x7168 2>&1 | grep -vE '^\s*$|^==PROF==' | tail -80 >"$OUT/ncu_dbias.txt"
 cat "$OUT/status.txt"
