@@ -71,10 +71,10 @@ double median_ms(F&& f, int iters, cudaStream_t s) {
 
 // Device time per call: kRep calls captured in one CUDA graph, replayed; the host's own cost
 // (validation, launch) is not in it. Eager single calls are timed too, host included. One eager
-// call first makes what a first call makes, as an application's warm-up would: a fused kernel's
-// bf16 table (fast_launch's device_act_table) cannot be made inside a capture, whose CTAs would
-// then compute it on every replay (session 40: each process's first shape of 1x128 gelu read up
-// to 6% low, more with smaller CTAs).
+// call first makes what a first call makes (the JIT's kernel, a fused kernel's bf16 table), as an
+// application's warm-up would, so that no capture times a first call (session 40: before the
+// table could be made inside a capture, each process's first shape of 1x128 gelu read up to 6%
+// low).
 template <class F>
 double graph_ms_per_call(F&& f, cudaStream_t s) {
   constexpr int kRep = 10;

@@ -867,7 +867,7 @@ TEST(GpuFused, Bf16TableWiredIntoTheKernels) {
                                   activation_name(a) + ": " + g_gpu_dispatch.kernel;
         ASSERT_EQ(g_gpu_dispatch.kernel.rfind("jit ", 0), 0u) << where;  // a fused fast kernel ran
         ASSERT_EQ(cuda::last_act_table(), capable) << where;
-        // outside a capture the entries come from the host-made table (device_act_table)
+        // the entries come from the device's table (device_act_table)
         ASSERT_EQ(cuda::last_act_table_copied(), capable) << where;
         on += cuda::last_act_table();
         ++cases;

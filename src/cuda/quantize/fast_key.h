@@ -182,7 +182,8 @@ constexpr FastGeometry fast_geometry(const FastKey& k) {
   // per thread, not 4: the tiles then fit 80 and 64 registers without spills (3 and 4 CTAs of
   // 256 threads per SM, against 2 at 128; session 15: mxfp8 + dbias 0.74 -> 0.92-0.97 of copy,
   // nvfp4 swiglu 0.53 -> 0.56-0.59; a single-input activation was faster with 4 rows). An
-  // activation called out of line (erf, tanh) keeps 128 registers: at 80 its calls spilled.
+  // activation called out of line (erf, tanh) keeps 128 registers, at 80 its calls spilled, unless
+  // the kernel looks it up in the bf16 table (max_regs below).
   const bool two_inputs = (k.fuse & kFuseDact) || (k.fuse & kFuseActMask) >= kFirstGated;
   const bool half_tile = k.fuse != 0 && k.dtype != 0 && (two_inputs || !transforms(k));
   g.r = rows ? (k.dtype == 0 || half_tile ? 2 : 4) : 8;  // the input's dtype: a fused tile loads the input words

@@ -89,7 +89,7 @@ bool cluster_fits(int device, int ctas);
 bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid);
 
 // The fused function's bf16 table (num::Bf16Table, the entries fast.cuh ActTable::fill computes:
-// num::act_f / dact_f, NaN canonicalised) in global memory: computed once per device and function
+// num::table_function) in global memory: computed once per device and function
 // by a kernel of its own (launch_act_table, on a private stream, synchronised before the pointer is
 // handed out), for the CTAs to copy (32 KB from L2) rather than evaluate 8192 values each; made
 // inside a graph capture too (outside the graph: a private stream, this thread's capture mode
