@@ -3,7 +3,10 @@
 # calls up to one CTA per SM) + the EXPERIMENT knobs (bench/ab/exp-grid-knobs.patch, MXQ_EXP_GRID_COOP;
 # never merged). Tests of both, decode A/B against main 4b10ee4's bench (ab/main41.tar.xz), the
 # cooperative attribute off, the fused rows grid sweep, memcheck of the new tests, ncu of mxfp8 + dbias.
-# Before the call: bash scripts/gpu_deps.sh; bash scripts/gpu_pack.sh; bash scripts/ab_base.sh main main41
+# Before the call (on main 7638c65 or later): git apply bench/ab/s42-tree.patch (the early cast, the grid
+# exchange and the EXPERIMENT knobs; bench/ab/grid-exchange.patch is the same without the knobs, for
+# landing); bash scripts/gpu_deps.sh; bash scripts/gpu_pack.sh; bash scripts/ab_base.sh main main41;
+# then run it with carry [".deps", "prebuilt.tar.xz", "ab"] (it writes into the device's $OUT).
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 SMALL='--small --only fp8_tensor --only nvfp4 --shape 1x7168 --shape 16x7168 --shape 64x7168 --shape 128x7168 --shape 256x7168 --shape 1024x7168'
