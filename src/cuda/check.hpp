@@ -97,6 +97,9 @@ int resident_ctas(int device, int threads, int smem) {
 // sm_90a). The message names the device, its architecture and the way out.
 void require_supported_device(const Device& d, const char* op);
 int sm_count(int device);
+// The device's peak DRAM bandwidth in GB/s from its memory clock and bus width (H100 SXM ~3350,
+// H200 ~4900), 0 where unknown.
+int64_t dram_gbps(int device);
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 int arch_of(int device);
 // A driver API function through the runtime (the library links no libcuda), or null.

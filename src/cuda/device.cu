@@ -20,6 +20,7 @@ struct DeviceInfo {
   std::string name;
   int major = 0, minor = 0, sms = 0;
   int64_t l2_bytes = 0;
+  int64_t dram_gbps = 0;  // peak: memory clock x 2 (double data rate) x bus width
 };
 
 // Queried once per process; nothing here assumes device 0.
@@ -38,7 +39,14 @@ const std::vector<DeviceInfo>& devices(std::string* error = nullptr) {
     for (int i = 0; i < n; ++i) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-      list.push_back({p.name, p.major, p.minor, p.multiProcessorCount, int64_t(p.l2CacheSize)});
+      int khz = 0, bits = 0;
+      if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, i) != cudaSuccess ||
+          cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, i) != cudaSuccess) {
+        cudaGetLastError();
+        khz = bits = 0;
+      }
+      list.push_back({p.name, p.major, p.minor, p.multiProcessorCount, int64_t(p.l2CacheSize),
+                      int64_t(khz) * 2 * bits / 8 / 1000000});
     }
   });
   if (error) *error = err;
@@ -66,6 +74,11 @@ void require_supported_device(const Device& d, const char* op) {
 int sm_count(int device) {
   const auto& list = devices();
   return device >= 0 && device < int(list.size()) ? list[size_t(device)].sms : 132;
+}
+
+int64_t dram_gbps(int device) {
+  const auto& list = devices();
+  return device >= 0 && device < int(list.size()) ? list[size_t(device)].dram_gbps : 0;
 }
 
 int arch_of(int device) {
@@ -118,6 +131,17 @@ void check_device_pointer(const void* p, const Device& d, const char* what) {
     fail_arg(std::string(what) + "=" + ptr_str(p) + " lives on cuda:" + std::to_string(a.device) +
              ", but the tensor says " + d.str());
   if (a.type != cudaMemoryTypeDevice) return;  // managed memory is checked every time
+  // The driver's range query needs a current context, which a thread whose first CUDA call this
+  // is has not got yet: making the current device current again gives it the primary context.
+  thread_local bool context_current = false;
+  if (!context_current) {
+    int current = 0;
+    context_current = cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(current) == cudaSuccess;
+    if (!context_current) {
+      cudaGetLastError();
+      return;
+    }
+  }
   CUdeviceptr base = 0;
   size_t size = 0;
   if (const GetAddressRange range = address_range_fn();

@@ -30,10 +30,11 @@ __device__ __forceinline__ void pdl_begin() {
 // takes none).
 struct LaunchConfig {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[2] = {};
+  cudaLaunchAttribute attr[3] = {};
   LaunchConfig(const LaunchConfig&) = delete;  // cfg points at attr
   LaunchConfig& operator=(const LaunchConfig&) = delete;
-  LaunchConfig(dim3 grid, dim3 block, size_t smem, dim3 cluster, cudaStream_t stream, bool pdl) {
+  LaunchConfig(dim3 grid, dim3 block, size_t smem, dim3 cluster, cudaStream_t stream, bool pdl,
+               bool cooperative = false) {
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
@@ -50,6 +51,11 @@ struct LaunchConfig {
       cudaLaunchAttribute& a = attr[cfg.numAttrs++];
       a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
       a.val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cooperative) {  // every CTA resident at once (a grid that meets in global memory)
+      cudaLaunchAttribute& a = attr[cfg.numAttrs++];
+      a.id = cudaLaunchAttributeCooperative;
+      a.val.cooperative = 1;
     }
   }
 };

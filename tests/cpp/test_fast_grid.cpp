@@ -19,6 +19,7 @@ namespace mxq::cuda {
 namespace {
 
 constexpr int kSms = 132, kBlocksPerSm = 4;
+constexpr int64_t kH100Gbps = 3352, kH200Gbps = 4915;  // cuda::dram_gbps of an H100 SXM and an H200
 
 FastKey rows_key(num::Scheme s, num::ElemFormat e, int g, int fuse = 0) {
   return FastKey{2, s, e, FastShape::rows, g, 1, num::ScaleLayout::row_major, num::ScaleLayout::row_major, fuse};
@@ -75,7 +76,7 @@ TEST(FastGrid, TallTransposedFp4ColumnBlocksWalkTwoRowTiles) {
       EXPECT_EQ(tiles_of_busiest_cta(fast_grid(k, rows, cols, kSms, kBlocksPerSm, false), tiles_y), 3)
           << "same-shape " << runtime::jit::key_text(k) << " rows " << rows;
       // the launch keeps the choice: its long CTAs walk as many tiles
-      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, false, true);
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, false, true, false, 0);
       EXPECT_EQ(tiles_of_busiest_cta(dim3(l.grid.x, unsigned(l.long_ctas)), tiles_y - (l.grid.y - l.long_ctas)), want);
     }
     FastKey swizzled = k, f16 = k;
@@ -126,7 +127,7 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
     for (const int64_t rows : {int64_t(4096), int64_t(8192), int64_t(32768), int64_t(g.tile_rows) * 1001 - 3}) {
       const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
       const dim3 plain = fast_grid(key, rows, 7168, kSms, kBlocksPerSm);
-      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm, false, false);
+      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm, false, false, false, 0);
       ASSERT_GT(l.long_ctas, 0) << runtime::jit::key_text(key) << " rows " << rows;
       EXPECT_EQ(l.grid.x, plain.x);
       const int64_t wave_rows = kSms * kBlocksPerSm / plain.x;
@@ -148,11 +149,12 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
   const FastKey fused =
       rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
   for (const FastKey& key : {mxfp8, fused, nv2d}) {
-    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm, false, false);
+    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm, false, false, false, 0);
     EXPECT_EQ(l.long_ctas, 0) << runtime::jit::key_text(key);
     EXPECT_EQ(l.grid.y, fast_grid(key, 8192, 7168, kSms, kBlocksPerSm).y);
   }
-  EXPECT_EQ(fast_launch_shape(rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 64, 7168, kSms, kBlocksPerSm, false, false)
+  EXPECT_EQ(fast_launch_shape(rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 64, 7168, kSms, kBlocksPerSm,
+                              false, false, false, 0)
                 .long_ctas,
             0);
 }
@@ -204,8 +206,9 @@ TEST(FastGrid, Fp4KernelsTakeTwoOrThreeRowTilesPerCta) {
 
 // Fused rows kernels (fast_launch.cpp fused_rows_grid): from bf16 with FP8 codes, two row tiles per
 // CTA where the kernel prefetches a register set (two inputs, or dbias alone; a tile each at decode
-// sizes); where it rings tiles through shared memory (one input), four waves with no CTA over four
-// row tiles (with dbias, no cap); FP4 codes and other input dtypes keep one wave.
+// sizes) on a device of the H100's DRAM bandwidth, one wave on the H200's; where it rings tiles through shared memory
+// (one input), four waves with no CTA over four row tiles (with dbias, no cap); FP4 codes and other input dtypes keep
+// one wave.
 TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
   using A = num::Activation;
   const auto covers = [](const dim3& grid, int64_t tiles_y) {
@@ -220,9 +223,17 @@ TEST(FastGrid, FusedRowsKernelsTakeTheirMeasuredGrid) {
       const FastGeometry g = fast_geometry(k);
       ASSERT_EQ(g.ring, 0);
       const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
-      const dim3 grid = fast_grid(k, rows, 7168, kSms, g.min_blocks);
+      const dim3 grid = fast_grid(k, rows, 7168, kSms, g.min_blocks, false, kH100Gbps);
       EXPECT_EQ(tiles_of_busiest_cta(grid, tiles_y), 2) << rows << " fuse " << fuse;
       EXPECT_TRUE(covers(grid, tiles_y));
+      // an unknown bandwidth: as the H100; an H200's: one wave of CTAs that each walk many tiles
+      const dim3 unknown = fast_grid(k, rows, 7168, kSms, g.min_blocks);
+      EXPECT_EQ(unknown.x * unknown.y, grid.x * grid.y) << rows << " fuse " << fuse;
+      const dim3 wide = fast_grid(k, rows, 7168, kSms, g.min_blocks, false, kH200Gbps);
+      EXPECT_LE(int64_t(wide.x) * wide.y, int64_t(kSms) * g.min_blocks) << rows << " fuse " << fuse;
+      EXPECT_GE(tiles_of_busiest_cta(wide, tiles_y), rows / g.tile_rows * 7168 / g.tile_cols / (kSms * g.min_blocks))
+          << rows << " fuse " << fuse;
+      EXPECT_TRUE(covers(wide, tiles_y));
     }
     // one input (silu, 1x128 gelu): four waves of CTAs that each walk several tiles, enough for the table
     for (const FastKey& k : {rows_key(num::Scheme::mx, num::ElemFormat::e4m3fn, 32, fuse_bits(int(A::silu), false, true)),
@@ -322,7 +333,7 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
     // the plain ones end on one-tile CTAs (FastLaunch) at the occupancy their register budget
     // gives, which the GPU test then covers too
     if (!c.key.fuse && c.key.shape != FastShape::two_d) {
-      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks, false, false).long_ctas, 0)
+      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks, false, false, false, 0).long_ctas, 0)
           << runtime::jit::key_text(c.key);
     }
     // and a partial last tile
@@ -405,7 +416,7 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
                        {256, 7168, 2, 0, 0}, {300, 1024, 2, 0, 0}, {8192, 64, 2, 0, 0}}) {
     const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
     const int64_t total = gx * tiles_y, want = c.ctas ? c.ctas : total;
-    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps, false, true);
+    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps, false, true, false, 0);
     const dim3 two_d = fast_grid(dgelu, c.rows, c.cols, kSms, c.bps, true);
     EXPECT_EQ(l.flat_col_tiles, gx) << c.rows << " x " << c.cols;
     EXPECT_EQ(int64_t(l.grid.x), want) << c.rows << " x " << c.cols;
@@ -495,7 +506,7 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
       // as many CTA rows as the cluster holds (or as there are tiles), each walking a few tiles
       EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kOneLaunchCtas);
       EXPECT_LE(tiles_of_busiest_cta(*grid, tiles_y), kOneLaunchMaxTilesPerCta);
-      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false);
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, false, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
       EXPECT_EQ(l.cluster.x, grid->x);
@@ -514,7 +525,8 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     // two row tiles per CTA at most: the two the kernel's amax pass loads (fast.cuh)
     EXPECT_EQ(cluster_amax_grid(k, 32, 7168).has_value(), g.tile_rows >= 8);  // 4 x 7 tiles of 16-bit input
     EXPECT_EQ(cluster_amax_grid(k, 264, 512).has_value(), false);             // 33 x 1 tiles for 16 CTAs
-    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false).cluster.x, 0u);  // no cluster otherwise
+    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0).cluster.x,
+              0u);  // no cluster otherwise
   }
   // other recipes, shapes and fused kernels take no one-launch amax
   EXPECT_FALSE(cluster_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 1, 7168).has_value());
@@ -528,6 +540,56 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
   const FastKey two_d{2, S::nvfp4, E::e2m1, FastShape::two_d, 16, 16, num::ScaleLayout::row_major,
                       num::ScaleLayout::row_major};
   EXPECT_FALSE(cluster_amax_grid(two_d, 16, 7168).has_value());
+}
+
+// The grid exchange (grid_amax_grid): the same kernels over at most kGridAmaxMaxElements elements,
+// at most one CTA per SM, each CTA at most kOneLaunchMaxTilesPerCta row tiles, every column tile
+// covered and as many CTA rows as the SMs allow; fast_launch_shape launches it cooperatively,
+// without a cluster.
+TEST(FastGrid, GridExchangeHoldsOneCtaPerSmAndTwoTilesEach) {
+  using S = num::Scheme;
+  using E = num::ElemFormat;
+  const FastKey fp8 = rows_key(S::fp8_tensor, E::e4m3fn, 8), nvfp4 = rows_key(S::nvfp4, E::e2m1, 16);
+  FastKey fp8_f32 = fp8;
+  fp8_f32.dtype = 0;
+  for (const FastKey& k : {fp8, nvfp4, fp8_f32}) {
+    const FastGeometry g = fast_geometry(k);
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 8}, {33, 7168}, {128, 7168}, {1, 8 * 1024 + 8}, {264, 512}, {100, 4096}, {7, 136 * 1024}}) {
+      const auto grid = grid_amax_grid(k, rows, cols, kSms);
+      const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
+      if (gx > kSms) {  // more column tiles than SMs
+        EXPECT_FALSE(grid.has_value()) << rows << "x" << cols;
+        continue;
+      }
+      ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
+      EXPECT_EQ(int64_t(grid->x), gx);
+      EXPECT_LE(int64_t(grid->y), tiles_y);
+      EXPECT_LE(int64_t(grid->x) * grid->y, kSms);
+      EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kSms);
+      EXPECT_LE(tiles_of_busiest_cta(*grid, tiles_y), kOneLaunchMaxTilesPerCta);
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, true, 0);
+      EXPECT_EQ(l.grid.x, grid->x);
+      EXPECT_EQ(l.grid.y, grid->y);
+      EXPECT_EQ(l.cluster.x, 0u);
+      EXPECT_EQ(l.long_ctas, 0);
+      EXPECT_TRUE(l.cooperative);
+    }
+    // 128 x 7168 of 16-bit input: 16 x 7 tiles, a CTA each; 256 rows: 32 tiles down over 18 CTA rows
+    if (k.dtype != 0) {
+      EXPECT_EQ(grid_amax_grid(k, 128, 7168, kSms).value().y, 16u);
+      EXPECT_EQ(grid_amax_grid(k, 256, 7168, kSms).value().y, unsigned(kSms / 7));
+      EXPECT_FALSE(grid_amax_grid(k, 300, 7168, kSms).has_value());  // 38 tiles down for 18 CTA rows
+    }
+    EXPECT_FALSE(grid_amax_grid(k, 0, 7168, kSms).has_value());
+    EXPECT_FALSE(grid_amax_grid(k, 3, 33, kSms).has_value());                            // not whole 8-element chunks
+    EXPECT_FALSE(grid_amax_grid(k, kGridAmaxMaxElements / 8 + 1, 8, kSms).has_value());  // past the element cap
+    EXPECT_FALSE(grid_amax_grid(k, 1, 7168, 0).has_value());
+    EXPECT_FALSE(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0).cooperative);
+  }
+  EXPECT_FALSE(grid_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 128, 7168, kSms).has_value());
+  const FastKey fused = rows_key(S::fp8_tensor, E::e4m3fn, 8, fuse_bits(int(num::Activation::silu), false, false));
+  EXPECT_FALSE(grid_amax_grid(fused, 128, 7168, kSms).has_value());
 }
 
 // The cp.async ring (FastGeometry::ring): the single-input fused rows kernels keep 2-4 row tiles

@@ -3,26 +3,31 @@
 // Without a usable GPU every test here reports SKIPPED.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "cli/host_tensor.hpp"
 #include "cuda/quantize/fast_key.h"
+#include "gpu_test.hpp"
 #include "mxq/mxq.hpp"
 #include "mxq/numerics/activations.h"
 #include "mxq/numerics/formats.h"
 #include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
-
-#include "gpu_test.hpp"
 #if MXQ_WITH_CUDA
+#include "cuda/check.hpp"
 #include "cuda/quantize/fast_launch.hpp"
+#include "cuda/quantize/quantize_tile_launch.cuh"
 #include "runtime/jit/kernels.hpp"
 #endif
 
@@ -484,32 +489,40 @@ TEST(GpuQuantize, CapturableInCudaGraph) {
 }
 
 #if MXQ_WITH_CUDA
-// A small per-tensor call (fp8_tensor, NVFP4) takes its amax and its cast in one launch
-// (cuda::cluster_amax_grid: a cluster whose CTAs share the amax through distributed shared
-// memory); past the element cap or 8 column tiles, the amax kernel and then the cast kernel.
-// Both bit-exact with the CPU reference (amax and global scale included), with NaN and Inf in the
-// input too, with the amax's unique peak in the last element (a CTA's second, partial tile), in
-// every input dtype and through both the AOT and the JIT kernels, in a cluster of 16 CTAs and
-// with rows further apart than their width; the dispatch record says which ran ("+amax": one
-// launch), and each case expects the one the rule picks.
+// A small per-tensor call (fp8_tensor, NVFP4) takes its amax and its cast in one launch: one
+// cluster (cuda::cluster_amax_grid: the CTAs share the amax through distributed shared memory)
+// up to its element cap and 8 column tiles; beyond, up to one CTA per SM (cuda::grid_amax_grid:
+// the CTAs meet in global memory, a cooperative launch); past those, the amax kernel and then the
+// cast kernel. All bit-exact with the CPU reference (amax and global scale included), with NaN and
+// Inf in the input too, with the amax's unique peak in the last element (a CTA's second, partial
+// tile), in every input dtype and through both the AOT and the JIT kernels, in a cluster of 16
+// CTAs and with rows further apart than their width; the dispatch record says which ran ("+amax":
+// a cluster, "+amax-grid": the grid exchange), and each case expects the one the rules pick (for
+// 114 SMs or more: an H100 PCIe has 114, an H100 SXM or H200 132). The cases run one after another
+// on one stream, so each grid exchange starts from the words the one before left.
 TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
   REQUIRE_GPU();
+  if (cuda::sm_count(0) < 114) GTEST_SKIP() << "the expected paths assume 114 SMs or more";
   const int64_t cap_rows = cuda::kOneLaunchMaxElements / 7168;
+  enum Mode { two, cluster, grid };
   struct Case {
     Shape s;
-    bool one, one_f32;  // fp32 rows kernels have 4-row tiles, and a CTA takes at most two
+    Mode m, m_f32;  // fp32 rows kernels have 4-row tiles, and a CTA takes at most two
   };
-  const Case cases[] = {{{1, 8}, true, true},           {{1, 7168}, true, true},
-                        {{16, 7168}, true, true},       {{5, 4104}, true, true},
-                        {{cap_rows, 7168}, true, false}, {{cap_rows + 1, 7168}, false, false},
-                        {{1, 8 * 1024}, true, true},    {{1, 8 * 1024 + 8}, false, false},
-                        {{197, 1024}, true, false},     {{264, 512}, false, false},
-                        {{16, 8192}, true, true}};  // 8 x 2 CTAs: a cluster of 16, the non-portable size
+  const Case cases[] = {
+      {{1, 8}, cluster, cluster},        {{1, 7168}, cluster, cluster},     {{16, 7168}, cluster, cluster},
+      {{5, 4104}, cluster, cluster},     {{cap_rows, 7168}, cluster, grid}, {{cap_rows + 1, 7168}, grid, grid},
+      {{1, 8 * 1024}, cluster, cluster}, {{1, 8 * 1024 + 8}, grid, grid},  // 9 column tiles: past a cluster's 8
+      {{197, 1024}, cluster, grid},      {{264, 512}, grid, grid},         // 33 (66) row tiles of one column tile
+      {{128, 7168}, grid, grid},        // 16 x 7 tiles: 112 CTAs (fp32: 2 tiles each)
+      {{256, 7168}, grid, two},         // 32 x 7 tiles over 18 x 7 CTAs (fp32: 64 down)
+      {{300, 7168}, two, two},          // 38 tiles down: 3 for some of 18 CTAs
+      {{16, 8192}, cluster, cluster}};  // 8 x 2 CTAs: a cluster of 16, the non-portable size
   struct Restore {
     ~Restore() { g_gpu_backend = Backend::automatic; }
   } restore;
   uint64_t seed = 7000;
-  int cases_run = 0, one_launch = 0;
+  int cases_run = 0, counts[3] = {};
   for (Backend b : {Backend::cuda_aot, Backend::cuda_jit}) {
     g_gpu_backend = b;
     for (const char* rt :
@@ -521,14 +534,17 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
             check_case(rt, dt, c.s, v, seed++);
             if (HasFatalFailure()) return;
             const std::string& k = g_gpu_dispatch.kernel;
-            const bool one = dt == DType::float32 ? c.one_f32 : c.one;
-            ASSERT_EQ(k.find("+amax") != std::string::npos, one)
-                << rt << " " << dtype_name(dt) << " " << c.s.rows << "x" << c.s.cols << ": " << k;
-            if (one) {  // by the backend asked for
-              ASSERT_EQ(k.rfind(b == Backend::cuda_jit ? "jit+amax " : "fast+amax ", 0), 0u) << k;
+            const Mode m = dt == DType::float32 ? c.m_f32 : c.m;
+            const std::string ran = k.find("+amax-grid ") != std::string::npos ? "grid"
+                                    : k.find("+amax ") != std::string::npos    ? "cluster"
+                                                                               : "two kernels";
+            const char* names[] = {"two kernels", "cluster", "grid"};
+            ASSERT_EQ(ran, names[m]) << rt << " " << dtype_name(dt) << " " << c.s.rows << "x" << c.s.cols << ": " << k;
+            if (m != two) {  // by the backend asked for
+              ASSERT_EQ(k.rfind(b == Backend::cuda_jit ? "jit+" : "fast+", 0), 0u) << k;
             }
             ++cases_run;
-            one_launch += one;
+            ++counts[m];
           }
   }
   // rows further apart than their width (the amax pass walks the row stride as the cast does)
@@ -537,8 +553,286 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
     check_case(rt, DType::bfloat16, Shape{24, 7168}, Values::peak_last, seed++, /*row_pad=*/72);
     if (HasFatalFailure()) return;
     ASSERT_EQ(g_gpu_dispatch.kernel.rfind("fast+amax ", 0), 0u) << rt << " with a row stride: " << g_gpu_dispatch.kernel;
+    check_case(rt, DType::bfloat16, Shape{128, 7168}, Values::peak_last, seed++, /*row_pad=*/72);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(g_gpu_dispatch.kernel.rfind("fast+amax-grid ", 0), 0u)
+        << rt << " with a row stride: " << g_gpu_dispatch.kernel;
   }
-  std::printf("per-tensor cases: %d, %d of them in one launch\n", cases_run, one_launch);
+  std::printf("per-tensor cases: %d; %d in a cluster, %d in a grid exchange, %d in two kernels\n", cases_run,
+              counts[cluster], counts[grid], counts[two]);
+}
+
+// The grid exchange's words are the stream's and are left zero by every launch; a graph captured
+// with such calls takes words of its own. Here a graph of two calls (128 x 7168, 200 x 4096) is
+// replayed between eager rounds of the same calls on the same stream, while a second stream runs
+// the same calls into outputs of its own; each round has new input values over poisoned outputs,
+// and every output equals the CPU reference's (a stale, shared or mixed-up amax would show in the
+// amax, the global scale and the codes), through the AOT and the JIT kernels.
+TEST(GpuQuantize, GridExchangeInGraphsAndStreams) {
+  REQUIRE_GPU();
+  if (cuda::sm_count(0) < 114) GTEST_SKIP() << "the grid exchange's shapes assume 114 SMs or more";
+  struct Restore {
+    ~Restore() { g_gpu_backend = Backend::automatic; }
+  } restore;
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  struct Streams {
+    cudaStream_t a, b;
+    ~Streams() { cudaStreamDestroy(a), cudaStreamDestroy(b); }
+  } streams{s1, s2};
+  const Shape shapes[2] = {{128, 7168}, {200, 4096}};
+  uint64_t seed = 9100;
+  for (Backend b : {Backend::cuda_aot, Backend::cuda_jit})
+    for (const char* rt : {"fp8_tensor", "nvfp4"}) {
+      g_gpu_backend = b;
+      const Recipe r = Recipe::parse(rt);
+      std::vector<std::unique_ptr<DeviceBuffer>> xs;
+      std::vector<std::unique_ptr<QuantizedBuffers>> mine, side, want;
+      for (const Shape& s : shapes) {
+        xs.push_back(std::make_unique<DeviceBuffer>(kGpu, s.rows * s.cols * 2));
+        mine.push_back(std::make_unique<QuantizedBuffers>(r, s.rows, s.cols, kGpu));
+        side.push_back(std::make_unique<QuantizedBuffers>(r, s.rows, s.cols, kGpu));
+        want.push_back(std::make_unique<QuantizedBuffers>(r, s.rows, s.cols, kCpu));
+      }
+      auto x_of = [&](int i) {
+        return TensorView::matrix(xs[i]->data(), DType::bfloat16, shapes[i].rows, shapes[i].cols, -1, kGpu);
+      };
+      auto run = [&](std::vector<std::unique_ptr<QuantizedBuffers>>& out, cudaStream_t st) {
+        QuantizeOptions o;
+        o.backend = b;
+        o.stream = st;
+        for (int i = 0; i < 2; ++i) quantize(x_of(i), out[i]->view(), o);
+      };
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      run(mine, s1);
+      ASSERT_EQ(cudaStreamEndCapture(s1, &graph), cudaSuccess);
+      const std::string k = last_dispatch().kernel;
+      ASSERT_EQ(k.rfind(b == Backend::cuda_jit ? "jit+amax-grid " : "fast+amax-grid ", 0), 0u) << rt << ": " << k;
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      struct Graph {
+        cudaGraph_t g;
+        cudaGraphExec_t e;
+        ~Graph() { cudaGraphExecDestroy(e), cudaGraphDestroy(g); }
+      } owned{graph, exec};
+      for (int round = 0; round < 4; ++round) {
+        const bool replay = round % 2 == 0;
+        for (int i = 0; i < 2; ++i) {
+          const auto bytes =
+              to_dtype(make_values(shapes[i].rows, shapes[i].cols, Values::peak_last, seed++), DType::bfloat16);
+          xs[i]->upload(bytes.data());
+          QuantizeOptions oc;
+          oc.backend = Backend::cpu;
+          quantize(TensorView::matrix(const_cast<uint8_t*>(bytes.data()), DType::bfloat16, shapes[i].rows,
+                                      shapes[i].cols, -1),
+                   want[i]->view(), oc);
+          for (auto* q : {mine[i].get(), side[i].get()}) {
+            q->data().fill(0xcd);
+            q->scales().fill(0xcd);
+            q->global_scale().fill(0xcd);
+            q->amax().fill(0xcd);
+          }
+        }
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        if (replay) {
+          ASSERT_EQ(cudaGraphLaunch(exec, s1), cudaSuccess);
+        } else {
+          run(mine, s1);
+        }
+        run(side, s2);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        for (int i = 0; i < 2; ++i) {
+          const std::string where = std::string(rt) + " " + std::to_string(shapes[i].rows) + "x" +
+                                    std::to_string(shapes[i].cols) + " round " + std::to_string(round);
+          expect_same_outputs(*mine[i], *want[i], where + (replay ? " (graph)" : " (eager)"));
+          expect_same_outputs(*side[i], *want[i], where + " (second stream)");
+        }
+        if (HasFailure()) return;
+      }
+    }
+}
+
+// The grid exchange under every capture mode and on the streams users pass without creating them:
+// a capture in global, thread-local and relaxed mode (the words of a graph are handed out inside
+// the capture, a new block of them allocated there when one runs out), the legacy default stream, and
+// cudaStreamPerThread from two threads at once (each thread its own stream, so its own words). Every output equals the
+// CPU reference's; the device's cooperative launch is printed.
+TEST(GpuQuantize, GridExchangeUnderEveryCaptureModeAndStream) {
+  REQUIRE_GPU();
+  if (cuda::sm_count(0) < 114) GTEST_SKIP() << "the grid exchange's shapes assume 114 SMs or more";
+  const cuda::CooperativeLaunch coop = cuda::cooperative_launch(0);
+  std::printf("[ info ] cooperative launch: %s\n", coop == cuda::CooperativeLaunch::with_pdl ? "with PDL"
+                                                   : coop == cuda::CooperativeLaunch::plain  ? "without PDL"
+                                                                                             : "none");
+  ASSERT_NE(coop, cuda::CooperativeLaunch::none) << "an H100 / H200 takes cooperative launches";
+  const Shape sh{128, 7168};
+  uint64_t seed = 9300;
+  auto check = [&](const char* rt, const std::string& where, auto&& run_on) {
+    const Recipe r = Recipe::parse(rt);
+    DeviceBuffer x(kGpu, sh.rows * sh.cols * 2);
+    QuantizedBuffers got(r, sh.rows, sh.cols, kGpu), want(r, sh.rows, sh.cols, kCpu);
+    const auto bytes = to_dtype(make_values(sh.rows, sh.cols, Values::peak_last, seed++), DType::bfloat16);
+    x.upload(bytes.data());
+    QuantizeOptions oc;
+    oc.backend = Backend::cpu;
+    quantize(TensorView::matrix(const_cast<uint8_t*>(bytes.data()), DType::bfloat16, sh.rows, sh.cols, -1), want.view(),
+             oc);
+    got.data().fill(0xcd);
+    got.scales().fill(0xcd);
+    got.global_scale().fill(0xcd);
+    got.amax().fill(0xcd);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    run_on(TensorView::matrix(x.data(), DType::bfloat16, sh.rows, sh.cols, -1, kGpu), got.view());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << where;
+    const std::string k = last_dispatch().kernel;
+    EXPECT_NE(k.find("amax-grid"), std::string::npos) << where << ": " << k;
+    expect_same_outputs(got, want, where);
+  };
+  for (const char* rt : {"fp8_tensor", "nvfp4"}) {
+    for (const auto mode :
+         {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed}) {
+      const std::string where = std::string(rt) + " capture mode " + std::to_string(int(mode));
+      cudaStream_t st = nullptr;
+      ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+      check(rt, where, [&](const TensorView& x, const QuantizedTensor& out) {
+        QuantizeOptions o;
+        o.stream = st;
+        cudaGraph_t g = nullptr;
+        cudaGraphExec_t e = nullptr;
+        ASSERT_EQ(cudaStreamBeginCapture(st, mode), cudaSuccess) << where;
+        quantize(x, out, o);
+        ASSERT_EQ(cudaStreamEndCapture(st, &g), cudaSuccess) << where;
+        ASSERT_EQ(cudaGraphInstantiate(&e, g, 0), cudaSuccess) << where;
+        EXPECT_EQ(cudaGraphLaunch(e, st), cudaSuccess) << where;
+        EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess) << where;
+        cudaGraphExecDestroy(e);
+        cudaGraphDestroy(g);
+      });
+      cudaStreamDestroy(st);
+    }
+    check(rt, std::string(rt) + " legacy stream", [&](const TensorView& x, const QuantizedTensor& out) {
+      QuantizeOptions o;
+      o.stream = cudaStreamLegacy;
+      quantize(x, out, o);
+    });
+    // two threads on cudaStreamPerThread, three calls each, each into its own outputs
+    const Recipe r = Recipe::parse(rt);
+    QuantizedBuffers want(r, sh.rows, sh.cols, kCpu);
+    const auto bytes = to_dtype(make_values(sh.rows, sh.cols, Values::peak_last, seed++), DType::bfloat16);
+    QuantizeOptions oc;
+    oc.backend = Backend::cpu;
+    quantize(TensorView::matrix(const_cast<uint8_t*>(bytes.data()), DType::bfloat16, sh.rows, sh.cols, -1), want.view(),
+             oc);
+    DeviceBuffer x(kGpu, sh.rows * sh.cols * 2);
+    x.upload(bytes.data());
+    std::vector<std::unique_ptr<QuantizedBuffers>> outs;
+    for (int i = 0; i < 6; ++i) outs.push_back(std::make_unique<QuantizedBuffers>(r, sh.rows, sh.cols, kGpu));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::thread> threads;
+    std::atomic<int> errors{0};
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          QuantizeOptions o;
+          o.stream = cudaStreamPerThread;
+          for (int i = 0; i < 3; ++i)
+            quantize(TensorView::matrix(x.data(), DType::bfloat16, sh.rows, sh.cols, -1, kGpu),
+                     outs[size_t(t * 3 + i)]->view(), o);
+          if (cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) ++errors;
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      });
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(errors.load(), 0) << rt << " per-thread streams";
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (int i = 0; i < 6; ++i)
+      expect_same_outputs(*outs[size_t(i)], want, std::string(rt) + " per-thread call " + std::to_string(i));
+    if (HasFailure()) return;
+  }
+}
+
+// The cast of a two-kernel per-tensor call loads its first tile before its programmatic wait
+// (TileParams::early_loads): safe because its amax kernel released it only after waiting for
+// everything before it in the stream. Here the input is written just before the call by a copy
+// (its upper rows) and by the library's zero kernel (its lower rows), a programmatic-launch kernel
+// that lets the next one start before it writes; over a poison that would change the amax, the
+// scales and the codes, with new values each time and no host synchronisation between. Both amax
+// kernels (1024 x 7168: a reset and the many-CTA kernel; 512 x 64: the one-CTA kernel), AOT and
+// JIT: bit-exact with the same call on the finished input.
+TEST(GpuQuantize, TwoKernelCastReadsWhatTheStreamWroteJustBefore) {
+  REQUIRE_GPU();
+  struct Restore {
+    ~Restore() {
+      g_gpu_backend = Backend::automatic;
+      cuda::refuse_grid_amax_slots(false);
+    }
+  } restore;
+  cuda::refuse_grid_amax_slots(true);  // 512 x 64 would take the grid exchange: the two kernels here
+  cudaStream_t st = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  uint64_t seed = 7700;
+  for (Backend b : {Backend::cuda_aot, Backend::cuda_jit})
+    for (const char* rt : {"fp8_tensor", "nvfp4"})
+      for (const Shape s : {Shape{1024, 7168}, Shape{512, 64}}) {
+        g_gpu_backend = b;
+        const Recipe r = Recipe::parse(rt);
+        const std::string where = std::string(rt) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+        const size_t row_bytes = size_t(s.cols) * 2, top = size_t(s.rows / 2) * row_bytes;
+        const size_t all = size_t(s.rows) * row_bytes;
+        DeviceBuffer src(kGpu, int64_t(all)), x(kGpu, int64_t(all)), ref(kGpu, int64_t(all));
+        QuantizedBuffers want(r, s.rows, s.cols, kGpu), got(r, s.rows, s.cols, kGpu);
+        for (int rep = 0; rep < 3; ++rep) {
+          auto bytes = to_dtype(make_values(s.rows, s.cols, Values::normal_outliers, seed++), DType::bfloat16);
+          src.upload(bytes.data());
+          std::fill(bytes.begin() + std::ptrdiff_t(top), bytes.end(), uint8_t(0));  // what the zero kernel leaves
+          ref.upload(bytes.data());
+          quantize(TensorView::matrix(ref.data(), DType::bfloat16, s.rows, s.cols, -1, kGpu), want.view());
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          ASSERT_EQ(cudaMemsetAsync(x.data(), 0x7f, all, st), cudaSuccess);  // bf16 0x7f7f: 3.4e38
+          ASSERT_EQ(cudaMemsetAsync(got.data().data(), 0xcd, size_t(got.data().bytes()), st), cudaSuccess);
+          ASSERT_EQ(cudaMemsetAsync(got.scales().data(), 0xcd, size_t(got.scales().bytes()), st), cudaSuccess);
+          ASSERT_EQ(cudaMemcpyAsync(x.data(), src.data(), top, cudaMemcpyDeviceToDevice, st), cudaSuccess);
+          ASSERT_EQ(cuda::launch_zero(static_cast<char*>(x.data()) + top, int64_t(all - top), nullptr, st),
+                    cudaSuccess);
+          QuantizeOptions o;
+          o.stream = st;
+          o.backend = b;
+          quantize(TensorView::matrix(x.data(), DType::bfloat16, s.rows, s.cols, -1, kGpu), got.view(), o);
+          ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+          const std::string k = last_dispatch().kernel;
+          ASSERT_EQ(k.rfind(b == Backend::cuda_jit ? "jit " : "fast ", 0), 0u)
+              << where << ": the two-kernel path ran " << k;
+          EXPECT_EQ(first_mismatch(fetch(got.amax()), fetch(want.amax())), "") << where;
+          EXPECT_EQ(first_mismatch(fetch(got.scales()), fetch(want.scales())), "") << where;
+          EXPECT_EQ(first_mismatch(fetch(got.data()), fetch(want.data())), "") << where;
+          if (HasFailure()) break;
+        }
+      }
+  cudaStreamDestroy(st);
+}
+
+// cuda::dram_gbps, which picks the FP8 fused rows kernels' grid (fast_launch.cpp kWideDramGbps): an
+// H100's and an H200's peak DRAM bandwidth from the driver's memory clock and bus width, on each
+// side of the line; no device is 0.
+TEST(GpuQuantize, DramBandwidthTellsAnH200FromAnH100) {
+  REQUIRE_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  const int64_t gbps = cuda::dram_gbps(0);
+  const std::string name = prop.name;
+  std::printf("%s: peak DRAM %lld GB/s\n", prop.name, static_cast<long long>(gbps));
+  EXPECT_GT(gbps, 1000) << name;
+  EXPECT_LT(gbps, 20000) << name;
+  if (name.find("H200") != std::string::npos) {
+    EXPECT_GE(gbps, 4400) << name;
+  }
+  if (name.find("H100") != std::string::npos) {
+    EXPECT_LT(gbps, 4400) << name;
+  }
+  EXPECT_EQ(cuda::dram_gbps(-1), 0);
 }
 
 // cuda::cluster_fits, which keeps one-launch calls off a device that cannot co-schedule their

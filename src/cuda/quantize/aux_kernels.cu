@@ -1,5 +1,6 @@
-// Launchers of the amax and dequantize kernels for every input / output dtype, and the
-// cluster-residency probe of the one-launch amax (cluster_fits).
+// Launchers of the amax and dequantize kernels for every input / output dtype, the
+// cluster-residency probe of the one-launch amax (cluster_fits) and the cooperative-launch probe
+// of the grid exchange (cooperative_launch).
 #include <algorithm>
 #include <atomic>
 
@@ -110,6 +111,48 @@ bool cluster_fits(int device, int ctas) {
     known[device][ctas].store(v, std::memory_order_relaxed);
   }
   return v == 1;
+}
+
+// Launched once per device by cooperative_launch: does nothing.
+__global__ void cooperative_probe_kernel() {}
+
+// One cooperative launch of the probe, one CTA per SM, on a stream of its own (with PDL where
+// `pdl`), waited for; its error cleared.
+static bool probe_cooperative(int device, bool pdl) {
+  int sms = 0, supported = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (!supported || sms <= 0) return false;
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  LaunchConfig l(dim3(unsigned(sms)), dim3(32), 0, 0, s, pdl, true);
+  const bool ok =
+      cudaLaunchKernelEx(&l.cfg, cooperative_probe_kernel) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+  cudaStreamDestroy(s);
+  if (!ok) (void)cudaGetLastError();
+  return ok;
+}
+
+CooperativeLaunch cooperative_launch(int device) {
+  if (device < 0 || device >= 64) return CooperativeLaunch::none;
+  static std::atomic<uint8_t> known[64] = {};  // 0: not asked, else 1 + the answer
+  uint8_t v = known[device].load(std::memory_order_acquire);
+  if (v == 0) {
+    DeviceGuard guard(device);
+    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
+    const CooperativeLaunch c = probe_cooperative(device, true)    ? CooperativeLaunch::with_pdl
+                                : probe_cooperative(device, false) ? CooperativeLaunch::plain
+                                                                   : CooperativeLaunch::none;
+    v = uint8_t(1 + int(c));
+    known[device].store(v, std::memory_order_release);
+  }
+  return CooperativeLaunch(v - 1);
 }
 
 cudaError_t launch_zero(void* p, int64_t bytes, const float* noop, cudaStream_t stream) {

@@ -1418,6 +1418,23 @@ __device__ __forceinline__ void cluster_amax_open() {
   cluster_arrive_relaxed();
 }
 
+// The one-launch exchanges' first step: each warp's maximum of m into warp_max, visible to the
+// whole CTA (a barrier); cta_max_of_warps then takes the CTA's, in one thread.
+template <class C>
+__device__ void publish_warp_maxima(uint32_t m) {
+  static_assert(C::kThreads / 32 <= 32, "a warp_max slot per warp");
+  m = lane_max<32>(m);
+  if ((threadIdx.x & 31) == 0) amax_exchange().warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+}
+template <class C>
+__device__ uint32_t cta_max_of_warps() {
+  uint32_t c = 0;
+#pragma unroll
+  for (int w = 0; w < C::kThreads / 32; ++w) c = num::max_u32(c, amax_exchange().warp_max[w]);
+  return c;
+}
+
 // The amax pass of a one-launch call: the largest |x| of the whole input as fp32 abs bits (a
 // NaN above Inf, as the amax kernel gives it). A CTA takes the maximum of its own row tiles (at
 // most kOneLaunchMaxTilesPerCta = 2: cluster_amax_grid), loading both at once while the walk's
@@ -1435,27 +1452,71 @@ template <class C>
 __device__ uint32_t cluster_amax_bits(uint32_t m) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
   constexpr int kWarps = C::kThreads / 32;
-  static_assert(kWarps <= 32, "a warp_max slot per warp");
   static_assert(C::kThreads >= kOneLaunchCtas, "a thread per CTA of the cluster pushes");
   AmaxExchange& x = amax_exchange();
   const uint32_t lane = threadIdx.x & 31, ctas = cluster_ctas();
-  m = lane_max<32>(m);
-  if (lane == 0) x.warp_max[threadIdx.x >> 5] = m;
-  __syncthreads();
+  publish_warp_maxima<C>(m);
   cluster_wait();  // every CTA's exchange is initialised (cluster_amax_open)
   if (ctas == 1) {  // no exchange (st.async is defined in clusters of more than one CTA only)
     m = lane < kWarps ? x.warp_max[lane] : 0u;
     return lane_max<32>(m);
   }
-  if (threadIdx.x < ctas) {
-    uint32_t c = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) c = num::max_u32(c, x.warp_max[w]);
-    st_async_u32(&x.cta_max[cluster_rank()], c, &x.bar, threadIdx.x);
-  }
+  if (threadIdx.x < ctas) st_async_u32(&x.cta_max[cluster_rank()], cta_max_of_warps<C>(), &x.bar, threadIdx.x);
   mbar_wait_cluster(&x.bar, 0);  // every CTA's maximum is here
   m = lane < ctas ? x.cta_max[lane] : 0u;
   return lane_max<32>(m);
+}
+
+// The same exchange for a grid larger than a cluster (TileParams::grid_amax: every CTA of the
+// grid resident at once, a cooperative launch), through four words of global memory that are zero
+// between calls: thread 0 of each CTA reads the epoch, raises the running maximum and arrives
+// (acquire-release); the last CTA to arrive takes the maximum (resetting it), publishes it as the
+// result, resets the arrivals and bumps the epoch (release); the others wait for the epoch to move
+// (acquire) and read the result. Each launch leaves arrivals and maximum at zero, so the next
+// launch on the same words (the stream orders them: the state is touched only after the
+// programmatic wait) starts clean. The epoch is read before the arrival, so it cannot already be
+// this launch's: it moves only once every CTA, this one included, has arrived. A wait that never
+// ends (words shared by two launches at once, which the host's slots rule out) traps after 10 s
+// by %globaltimer rather than hang the stream, and so does an arrival beyond the grid's CTAs.
+template <class C>
+__device__ uint32_t grid_amax_bits(uint32_t m, unsigned* state) {
+  static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
+  AmaxExchange& x = amax_exchange();
+  publish_warp_maxima<C>(m);
+  if (threadIdx.x == 0) {
+    uint32_t c = cta_max_of_warps<C>();
+    unsigned* const arrivals = state;
+    unsigned* const running = state + 1;
+    unsigned* const result = state + 2;
+    unsigned* const epoch = state + 3;
+    unsigned e, arrived;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(e) : "l"(epoch) : "memory");
+    asm volatile("red.relaxed.gpu.global.max.u32 [%0], %1;" ::"l"(running), "r"(c) : "memory");
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(arrivals) : "memory");
+    const unsigned ctas = gridDim.x * gridDim.y;
+    if (arrived >= ctas) __trap();  // more arrivals than CTAs: the words are shared by two launches
+    if (arrived == ctas - 1) {
+      asm volatile("atom.relaxed.gpu.global.exch.b32 %0, [%1], 0;" : "=r"(c) : "l"(running) : "memory");
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(result), "r"(c) : "memory");
+      asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(arrivals) : "memory");
+      asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(epoch), "r"(e + 1) : "memory");
+    } else {
+      uint64_t start, t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+      for (;;) {
+        unsigned now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(epoch) : "memory");
+        if (now != e) break;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t - start > 10'000'000'000ull) __trap();  // 10 s (ns)
+        __nanosleep(32);
+      }
+      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(c) : "l"(result) : "memory");
+    }
+    x.cta_max[0] = c;
+  }
+  __syncthreads();
+  return x.cta_max[0];
 }
 
 // Row tiles ty = blockIdx.y, blockIdx.y + gridDim.y, ...; with kPrefetch the next tile's loads
@@ -1481,9 +1542,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     ActTable<C>::fill(p.act_table_src);
   }
   if constexpr (kClusterAmax<C>) {
-    if (p.cluster_amax) cluster_amax_open();  // reads no global memory either
+    if (p.cluster_amax && !p.grid_amax) cluster_amax_open();  // reads no global memory either
   }
-  pdl_begin();  // launched with programmatic dependent launch (cuda/pdl.cuh)
+  // launched with programmatic dependent launch (cuda/pdl.cuh); the second pass of a per-tensor
+  // call waits after its first tile's loads (TileParams::early_loads)
+  bool early = false;
+  // (nothing of a fused kernel runs before the wait: the noop flag, the table's source)
+  static_assert(!kClusterAmax<C> || (!C::kFused && !ActTable<C>::kOn), "early loads: plain per-tensor kernels only");
+  if constexpr (kClusterAmax<C>) early = p.early_loads;
+  if (!early) pdl_begin();
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
@@ -1495,7 +1562,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   auto take_amax = [&](auto local_max) {
     if constexpr (kClusterAmax<C>) {
       one_launch = p.cluster_amax;
-      if (one_launch) amax_bits = cluster_amax_bits<C>(local_max());
+      if (one_launch)
+        amax_bits = p.grid_amax ? grid_amax_bits<C>(local_max(), p.grid_amax) : cluster_amax_bits<C>(local_max());
     }
   };
   auto rule_for_launch = [&] {
@@ -1557,6 +1625,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int64_t step = kFlatWalk<C> ? int64_t(C::kTileRows) : int64_t(step_tiles) * C::kTileRows;
   const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
   if (int64_t(first) * C::kTileRows >= p.rows) {
+    if (early) pdl_begin();
     take_amax([] { return 0u; });
     rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
     return;
@@ -1581,6 +1650,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   } else {
     a.load(at.src(0));
   }
+  if (early) pdl_begin();  // the amax, the scales and the outputs only after it
   if constexpr (kClusterAmax<C>) {
     // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
     // already, the second's are L2 hits when the loop loads them while quantizing the first

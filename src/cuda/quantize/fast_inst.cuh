@@ -11,9 +11,9 @@ namespace {
 template <class C>
 cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, const TileParams& p) {
   constexpr int kSmem = C::kGeo.slot_bytes;
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if (kSmem > 0 || p.cluster_amax) {
-    int device = 0;
-    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     if constexpr (kSmem > 0) {
       if (const cudaError_t e = allow_dynamic_smem<fast_quantize_kernel<C>>(device, kSmem); e != cudaSuccess) return e;
     }
@@ -29,14 +29,17 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax, p.col && p.col_transposed);
+  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax,
+                                         p.col && p.col_transposed, p.grid_amax != nullptr, dram_gbps(device));
   TileParams params = p;
   set_act_table(params, C::kKey, stream);
   params.long_ctas = l.long_ctas;
   params.flat_col_tiles = l.flat_col_tiles;
   params.flat_band = l.flat_band;
-  return pdl_launch_cluster(fast_quantize_kernel<C>, l.grid, dim3(C::kThreads), kSmem, l.cluster, stream, true,
-                            params);
+  // (a cooperative launch with PDL only where the device's probe took one: cooperative_launch)
+  const bool pdl = !l.cooperative || cooperative_launch(device) == CooperativeLaunch::with_pdl;
+  LaunchConfig c(l.grid, dim3(C::kThreads), kSmem, l.cluster, stream, pdl, l.cooperative);
+  return cudaLaunchKernelEx(&c.cfg, fast_quantize_kernel<C>, params);
 }
 
 using E = num::ElemFormat;

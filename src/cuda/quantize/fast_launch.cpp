@@ -99,13 +99,24 @@ dim3 spread(int64_t gx, int64_t tiles_y, int64_t slots, int64_t most = INT64_MAX
 //  - FP4 codes: one wave (nvfp4 swiglu 0.861 / 0.939; 0.76-0.81 / 0.81-0.94 on every other grid).
 // f16 and fp32 input were not measured and keep the one wave.
 constexpr int64_t kRingMostTiles = 4;
-dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave) {
+// The two tiles per CTA of the FP8 non-ring kernels above were measured on an H100 (3.35 TB/s). On
+// an H200 (4.8 TB/s, the same 132 SMs and clocks) one wave is faster (session 43, one process per
+// grid, of copy at 8192 / 32768 x 7168, two tiles per CTA -> one wave): mxfp8 + dbias 0.782 / 0.796
+// -> 0.931 / 0.952, dgelu+dbias 0.793 / 0.806 -> 0.887 / 0.905, swiglu 0.843 / 0.876 -> 0.860 /
+// 0.924, geglu 0.838 / 0.852 -> 0.862 / 0.918 (8 tiles per CTA: 0.86-0.89 / 0.87-0.95). Two tiles
+// per CTA publish their dbias sums (red.global.add.v4.f32 into the 4 bytes x cols vector) from
+// 7168 CTAs at 8192 x 7168, one wave from 396: the L2's reduction rate does not grow with the
+// DRAM's, so the faster the memory, the more those publishes hold the kernel. So from this peak
+// DRAM bandwidth up (cuda::dram_gbps), one wave: between the H200's ~4900 and an H100 NVL's ~4000
+// (not measured; it keeps the H100's grid).
+constexpr int64_t kWideDramGbps = 4400;
+dim3 fused_rows_grid(const FastKey& key, int64_t gx, int64_t tiles_y, int64_t wave, int64_t dram_gbps) {
   if (key.dtype == 2 && key.elem != num::ElemFormat::e2m1) {
     // (with dbias, whose CTAs each publish their sums, the 4-tile cap is not measured: four waves)
     if (fast_geometry(key).ring != 0)
       return spread(gx, tiles_y, 4 * wave, key.fuse & kFuseDbias ? INT64_MAX : kRingMostTiles);
     // (at decode sizes, no more tiles than the wave's slots, the one wave below: a tile per CTA)
-    if (gx * tiles_y > wave) return tiles_per_cta(gx, tiles_y, 2);
+    if (gx * tiles_y > wave && dram_gbps < kWideDramGbps) return tiles_per_cta(gx, tiles_y, 2);
   }
   return spread(gx, tiles_y, wave);
 }
@@ -116,7 +127,8 @@ bool act_table_fill_pays(int64_t rows, int64_t cols, dim3 grid) {
   return rows * cols >= 2 * int64_t(num::Bf16Table::kSize) * grid.x * grid.y;
 }
 
-dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed) {
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed,
+               int64_t dram_gbps) {
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
   const int64_t tiles_y = row_tiles(g, rows);
@@ -128,7 +140,7 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
     if (two_tile_columns(key, rows, col_transposed)) return tiles_per_cta(gx, tiles_y, 2);
     return tiles_per_cta(gx, tiles_y, key.shape == FastShape::rows && key.scheme == num::Scheme::mx ? 2 : 3);
   }
-  if (key.shape == FastShape::rows) return fused_rows_grid(key, gx, tiles_y, wave);
+  if (key.shape == FastShape::rows) return fused_rows_grid(key, gx, tiles_y, wave, dram_gbps);
   if (act_table_capable(key)) {  // a fused 8-row shape: one wave where its CTAs then fill the bf16 table
     const dim3 one = spread(gx, tiles_y, wave);
     if (act_table_fill_pays(rows, cols, one)) return one;
@@ -136,27 +148,128 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
   return tiles_per_cta(gx, tiles_y, 1);
 }
 
-std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int64_t max_elements) {
+namespace {
+// The grid of a one-launch amax (the cluster's and the grid exchange's alike): a column tile per
+// CTA across, at most max_col_tiles of them, as many CTAs down the rows as max_ctas allows, each
+// walking at most kOneLaunchMaxTilesPerCta row tiles; nothing over max_elements.
+std::optional<dim3> one_launch_grid(const FastKey& key, int64_t rows, int64_t cols, int64_t max_elements,
+                                    int64_t max_col_tiles, int64_t max_ctas) {
   // (whole 8-element chunks: the amax pass reads 16-byte pieces, as the fast kernels do)
   if (!one_launch_capable(key) || rows < 1 || cols < 1 || cols % 8 != 0) return std::nullopt;
   if (rows * cols > max_elements) return std::nullopt;
   const FastGeometry g = fast_geometry(key);
   const int64_t gx = num::ceil_div(cols, g.tile_cols);
-  if (gx > kOneLaunchMaxColTiles) return std::nullopt;
+  if (gx > max_col_tiles || gx > max_ctas) return std::nullopt;
   const int64_t tiles_y = row_tiles(g, rows);
-  const int64_t gy = std::min<int64_t>(tiles_y, kOneLaunchCtas / gx);
+  const int64_t gy = std::min<int64_t>(tiles_y, max_ctas / gx);
   if (num::ceil_div(tiles_y, gy) > kOneLaunchMaxTilesPerCta) return std::nullopt;  // the kernel takes two
   return dim3(unsigned(gx), unsigned(gy));
 }
+}  // namespace
+
+std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int64_t max_elements) {
+  return one_launch_grid(key, rows, cols, max_elements, kOneLaunchMaxColTiles, kOneLaunchCtas);
+}
+
+namespace {
+// Device memory of the library's own (the act tables, the grid exchange's words): `bytes`
+// allocated and filled by fill(ptr, stream) on a stream of its own, which waits on no other,
+// synchronised before the pointer is handed out; this thread's calls relaxed meanwhile (a first
+// call may come inside a graph capture, and another thread may be capturing in global mode). On
+// failure nothing is kept and the error is taken up (a sticky one stays for the caller's launch
+// to report): `oom` where the allocation itself failed (out of memory for now: a caching
+// allocator may hold it), else `failed`.
+enum class Made { ok, oom, failed };
+template <class Fill>
+Made make_on_private_stream(void** out, size_t bytes, Fill fill) {
+  const RelaxedCapture relaxed;
+  *out = nullptr;
+  void* d = nullptr;
+  if (cudaMalloc(&d, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return Made::oom;
+  }
+  cudaStream_t s = nullptr;
+  const bool ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess && fill(d, s) == cudaSuccess &&
+                  cudaStreamSynchronize(s) == cudaSuccess;
+  if (s) cudaStreamDestroy(s);
+  if (!ok) {
+    cudaGetLastError();
+    cudaFree(d);
+    return Made::failed;
+  }
+  *out = d;
+  return Made::ok;
+}
+}  // namespace
+
+std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int sms) {
+  return one_launch_grid(key, rows, cols, kGridAmaxMaxElements, sms, sms);  // (up to one CTA per SM)
+}
+
+namespace {
+struct GridAmaxSlots {
+  std::map<unsigned long long, unsigned*> by_stream;  // cudaStreamGetId
+  unsigned* block = nullptr;                          // the block being handed out ...
+  int used = 0;                                       // ... and its sets handed out
+};
+std::mutex g_slots_mu;
+std::atomic<bool> g_refuse_slots{false};
+std::map<int, GridAmaxSlots> g_slots;
+constexpr int kSlotsPerBlock = 1024, kSlotWords = 4;
+}  // namespace
+
+unsigned* grid_amax_slot(int device, cudaStream_t stream) {
+  if (g_refuse_slots.load(std::memory_order_relaxed)) return nullptr;
+  if (cudaPeekAtLastError() != cudaSuccess) return nullptr;  // the caller's error, left to it
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  const bool in_capture = capturing != cudaStreamCaptureStatusNone;
+  // (cudaStreamGetId is refused inside a capture, and invalidates it: only outside one)
+  unsigned long long id = 0;
+  if (!in_capture && cudaStreamGetId(stream, &id) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  const std::lock_guard<std::mutex> lock(g_slots_mu);
+  GridAmaxSlots& d = g_slots[device];
+  if (!in_capture) {
+    if (const auto it = d.by_stream.find(id); it != d.by_stream.end()) return it->second;
+  }
+  if (!d.block || d.used == kSlotsPerBlock) {  // a new block, zeroed (any failure: tried again next call)
+    const size_t bytes = size_t(kSlotsPerBlock) * kSlotWords * sizeof(unsigned);
+    void* b = nullptr;
+    if (make_on_private_stream(&b, bytes, [&](void* t, cudaStream_t s) { return cudaMemsetAsync(t, 0, bytes, s); }) !=
+        Made::ok)
+      return nullptr;
+    d.block = static_cast<unsigned*>(b);
+    d.used = 0;
+  }
+  unsigned* slot = d.block + size_t(d.used++) * kSlotWords;
+  if (!in_capture) d.by_stream.emplace(id, slot);
+  return slot;
+}
+
+void refuse_grid_amax_slots(bool refuse) { g_refuse_slots.store(refuse, std::memory_order_relaxed); }
 
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch, bool col_transposed) {
+                             bool one_launch, bool col_transposed, bool grid_exchange, int64_t dram_gbps) {
+  if (one_launch && grid_exchange) {
+    const std::optional<dim3> g = grid_amax_grid(key, rows, cols, sms);
+    if (!g) fail(ErrorCode::internal, "fast_launch_shape: a grid exchange for a call that grid_amax_grid refuses");
+    FastLaunch l{*g, 0};
+    l.cooperative = true;
+    return l;
+  }
   if (one_launch) {
     const std::optional<dim3> g = cluster_amax_grid(key, rows, cols);
     if (!g) fail(ErrorCode::internal, "fast_launch_shape: a one-launch amax for a call that cluster_amax_grid refuses");
     return {*g, 0, *g};
   }
-  const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm, col_transposed);
+  const dim3 grid = fast_grid(key, rows, cols, sms, blocks_per_sm, col_transposed, dram_gbps);
   const int64_t tiles_y = row_tiles(fast_geometry(key), rows);
   const int64_t per_cta = num::ceil_div(tiles_y, grid.y);  // row tiles of the busiest CTA
   // Fused rows kernels publish their statistics once per CTA: their grids stay as they are (the
@@ -231,26 +344,14 @@ const float* device_act_table(const FastKey& key, cudaStream_t stream) {
   // An error already pending is the caller's: left for the quantize launch to report, and no
   // attempt that would take it up (not remembered either).
   if (cudaPeekAtLastError() != cudaSuccess) return nullptr;
-  // Its own stream, which waits on no other, synchronised before anyone reads the table; this
-  // thread's calls relaxed meanwhile (another thread may be capturing a graph in global mode).
-  const RelaxedCapture relaxed;
-  float* d = nullptr;
-  cudaStream_t s = nullptr;
-  if (cudaMalloc(&d, num::Bf16Table::kSize * sizeof(float)) != cudaSuccess) {
-    cudaGetLastError();  // out of memory for now (a caching allocator may hold it): tried again next call
-    return nullptr;
-  }
-  const bool ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
-                  launch_act_table(d, f, dact, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
-  if (s) cudaStreamDestroy(s);
-  if (!ok) {
-    cudaGetLastError();  // (a sticky error stays: the quantize launch reports it)
-    if (d) cudaFree(d);
-    if (in_capture) return nullptr;
-    d = nullptr;
-  }
-  g_tables.emplace(k, d);
-  return d;
+  void* d = nullptr;
+  const Made made = make_on_private_stream(&d, num::Bf16Table::kSize * sizeof(float), [&](void* t, cudaStream_t s) {
+    return launch_act_table(static_cast<float*>(t), f, dact, s);
+  });
+  // out of memory for now, or a failure inside a capture: tried again next call
+  if (made == Made::oom || (made == Made::failed && in_capture)) return nullptr;
+  g_tables.emplace(k, static_cast<const float*>(d));  // (null when it failed: remembered)
+  return static_cast<const float*>(d);
 }
 
 void set_act_table(TileParams& p, const FastKey& key, cudaStream_t stream) {

@@ -22,8 +22,10 @@ namespace mxq::cuda {
 // from bf16 with FP8 codes two tiles per CTA or four waves: fused_rows_grid), `blocks_per_sm`
 // being the kernel's measured occupancy on `sms` SMs, with the tiles spread as evenly as the
 // waves allow.
-dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-               bool col_transposed = false);
+// `dram_gbps`: the device's peak DRAM bandwidth (cuda::dram_gbps; 0 unknown), which picks between
+// two of the fused rows kernels' grids.
+dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm, bool col_transposed = false,
+               int64_t dram_gbps = 0);
 
 // The launch of a specialised kernel: fast_grid's, except that where the plain FP4 rows and
 // column-block kernels' CTAs walk several row tiles, the last row tiles go one per CTA to a wave
@@ -37,6 +39,7 @@ struct FastLaunch {
   dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (TileParams::cluster_amax)
   int flat_col_tiles = 0;      // TileParams::flat_*: 0, or a flat grid's column tiles ...
   int flat_band = 0;           // ... and row tiles per band (fast_key.h FlatGrid)
+  bool cooperative = false;    // every CTA resident at once (the grid exchange, TileParams::grid_amax)
 };
 // Fused column-block kernels launch flat (fast.cuh kFlatWalk): a CTA per tile where fast_grid
 // gives one, else (fast_grid's one wave, whose CTAs fill the bf16 table) a CTA per slot of the
@@ -52,8 +55,10 @@ inline constexpr int64_t kFlatBandRows = 8192, kFlatBandMinShare = 4;
 // `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
 // cluster_amax_grid's, one cluster. `col_transposed` as for fast_grid: the launchers pass both
 // from their TileParams (no defaults, so that none can forget the column form).
+// `grid_exchange` (with one_launch): the grid is grid_amax_grid's on `sms` SMs, launched
+// cooperatively (TileParams::grid_amax).
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch, bool col_transposed);
+                             bool one_launch, bool col_transposed, bool grid_exchange, int64_t dram_gbps);
 
 // The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
 // kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements,
@@ -74,6 +79,28 @@ inline constexpr int kOneLaunchMaxColTiles = 8;
 inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;
 std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols,
                                       int64_t max_elements = kOneLaunchMaxElements);
+// The same one launch for per-tensor calls too large for one cluster, up to kGridAmaxMaxElements
+// elements: at most one CTA per SM (`sms`: resident at once, whatever else the SMs run, so the
+// cooperative launch always fits), each walking at most kOneLaunchMaxTilesPerCta row tiles, as many
+// CTAs down the rows as that allows; its CTAs meet in global memory (fast.cuh grid_amax_bits,
+// grid_amax_slot). Otherwise nothing. Against the amax kernel then the cast kernel it saves the
+// reset, the amax kernel and one programmatic wait on a whole grid.
+inline constexpr int64_t kGridAmaxMaxElements = int64_t(512) * 7168;
+std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int sms);
+// The exchange's four words for a launch on `stream` (TileParams::grid_amax), arrivals and maximum
+// zero, or null where they cannot be had (the call then takes the two kernels). Outside a capture,
+// one set per stream (cudaStreamGetId, never reused): two launches on one stream never use the words
+// at once, since the exchange comes after the kernel's programmatic wait and every library kernel
+// between two of them waits before it ends (a foreign kernel launched in between with PDL that
+// never waits would break that). Inside a capture, a set of the graph's own, never handed out
+// again (a graph may be replayed beside any stream's calls); so a captured graph must not run
+// concurrently with itself (two instantiations, or clones, replayed at once share its words).
+// Allocated in blocks of 1024 sets (16 KB) per device, kept for the process.
+unsigned* grid_amax_slot(int device, cudaStream_t stream);
+// Tests: while on, grid_amax_slot hands out nothing, so those calls take the amax kernel then the
+// cast (the path a device that cannot hold the words takes), which stays tested.
+void refuse_grid_amax_slots(bool refuse);
+
 // Whether `device` can co-schedule a cluster of `ctas` CTAs (1 .. kOneLaunchCtas; a cluster's
 // CTAs share a GPC): a partition of a GPU (a MIG instance, an MPS share) may not, and there a
 // one-launch call would fail to launch, so the call takes the two kernels instead. Asked once per
@@ -81,6 +108,14 @@ std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t 
 // by its shared memory: a cluster of it needs as many SMs of a GPC as it has CTAs, the most any
 // kernel can need, so a yes holds for the one-launch kernels); a refused query counts as no.
 bool cluster_fits(int device, int ctas);
+
+// How `device` takes the grid exchange's cooperative launch: with programmatic dependent launch,
+// without it, or not at all (no cooperative launch in this context: an MPS share, a green
+// context; the call then takes the two kernels). Asked once per device, outside any capture (a
+// launch refused inside one would already have invalidated it), by launching an empty kernel
+// cooperatively on a stream of its own; the launchers follow the answer and never retry.
+enum class CooperativeLaunch : uint8_t { none, plain, with_pdl };
+CooperativeLaunch cooperative_launch(int device);
 
 // Whether a grid gives each CTA at least twice the bf16 table's 8192 entries of a rows x cols
 // input to quantize: fast_grid gives the fused 8-row shapes that look their function up

@@ -170,8 +170,11 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   // Buffers zeroed before the kernel (dbias, amax, scale padding): by a kernel launched with PDL
   // (cuda::launch_zero; a memset node would hold the next kernel until it completes) that
   // leaves them untouched under a noop flag.
+  // (amax_last: the last kernel launched is the amax kernel; TileParams::early_loads)
+  bool amax_last = false;
   auto zero = [&](void* ptr, int64_t bytes, const char* what) {
     check_cuda(cuda::launch_zero(ptr, bytes, opt.noop, stream), what);
+    amax_last = false;
   };
   if (opt.dbias) zero(opt.dbias, n * 4, "dbias reset");
 
@@ -185,7 +188,16 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const std::optional<dim3> one_grid = need_amax && !opt.amax_in && key && path != Path::generic
                                            ? cuda::cluster_amax_grid(*key, x.rows, n)
                                            : std::nullopt;
-  const bool one_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
+  const bool cluster_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
+  // Larger ones up to cuda::kGridAmaxMaxElements: one launch whose CTAs meet in global memory
+  // (grid_amax_grid, at most one CTA per SM), where the device takes a cooperative launch
+  // (cooperative_launch) and the stream has its exchange words.
+  unsigned* const grid_slot = need_amax && !opt.amax_in && key && path != Path::generic && !cluster_launch &&
+                                      cuda::grid_amax_grid(*key, x.rows, n, cuda::sm_count(x.device.index)) &&
+                                      cuda::cooperative_launch(x.device.index) != cuda::CooperativeLaunch::none
+                                  ? cuda::grid_amax_slot(x.device.index, stream)
+                                  : nullptr;
+  const bool one_launch = cluster_launch || grid_slot != nullptr;
   // A caller-given amax is copied to the output's amax by the quantize kernel itself
   // (TileParams::amax_canonical), not by a copy node of its own.
   if (need_amax && !one_launch && !opt.amax_in) {
@@ -207,6 +219,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                                                   static_cast<unsigned*>(out.amax.data));
       });
       check_cuda(e, "amax kernel launch");
+      amax_last = true;
     }
   }
 
@@ -246,6 +259,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.noop = opt.noop;
   p.amax_out = fused_amax ? static_cast<unsigned*>(out.amax.data) : nullptr;
   p.cluster_amax = one_launch;
+  p.grid_amax = grid_slot;
 
   // Scale padding must read as zero: the memset only where this shape leaves padding in its layout
   // (the kernels write every scale of the matrix, as the CPU backend's rule assumes too). A
@@ -256,6 +270,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   };
   zero_padding(out.scales, L.scales);
   zero_padding(out.col_scales, L.col_scales);
+  p.early_loads = amax_last;  // (a kernel without early loads ignores it)
 
   if (x.empty()) {
     // Still publish the global scale of an empty tensor (amax 0), and a caller-given amax.
@@ -275,12 +290,20 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const int sms = cuda::sm_count(x.device.index);
   if (path == Path::aot_fast) {
     check_cuda(*cuda::launch_fast_quantize(*key, x.rows, n, sms, stream, p), "quantize kernel launch");
-    runtime::record_dispatch("quantize", Backend::cuda_aot, kernel_text(one_launch ? "fast+amax " : "fast ", *key));
+    runtime::record_dispatch("quantize", Backend::cuda_aot,
+                             kernel_text(grid_slot    ? "fast+amax-grid "
+                                         : one_launch ? "fast+amax "
+                                                      : "fast ",
+                                         *key));
     return;
   }
   if (path == Path::jit) {
     jit::launch(*key, x.device.index, x.rows, n, sms, stream, p);
-    runtime::record_dispatch("quantize", Backend::cuda_jit, kernel_text(one_launch ? "jit+amax " : "jit ", *key));
+    runtime::record_dispatch("quantize", Backend::cuda_jit,
+                             kernel_text(grid_slot    ? "jit+amax-grid "
+                                         : one_launch ? "jit+amax "
+                                                      : "jit ",
+                                         *key));
     return;
   }
   const int64_t tiles = ((n + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);

@@ -56,6 +56,21 @@ struct TileParams {
   // inserted before the fields above, the shifted offsets made ptxas spill 16 bytes in the bf16 MXFP8 row+col geglu
   // kernel (session 39's review).
   const float* act_table_src;
+  // fp8_tensor / NVFP4 rows kernels (fast.cuh kClusterAmax) launched right after their own amax
+  // kernel (the two-kernel path, launch.cpp): that kernel released this one only after each of its
+  // CTAs had waited for everything before it in the stream (so the grids that wrote the input had
+  // completed and flushed their writes before this grid could be scheduled), and writes nothing
+  // this one reads but the amax. So the CTA's first tile is loaded before this kernel's
+  // programmatic wait, while the amax kernel drains. (No fence in the amax kernel: it would order
+  // nothing the dependent relies on, and cost its 2000 CTAs ~0.8 us on an H100, session 44.)
+  // Last, as act_table_src above.
+  bool early_loads;
+  // The one-launch amax of a per-tensor call too large for one cluster (grid_amax_grid,
+  // fast_launch.hpp): with cluster_amax set, a non-null grid_amax is the call's exchange in global
+  // memory (4 words: arrivals, running maximum, result, epoch; arrivals and maximum zero between
+  // calls, each launch leaves them so), whose CTAs, all resident at once (a cooperative launch), meet there instead of
+  // in a cluster's shared memory (fast.cuh grid_amax_bits). Last, as act_table_src above.
+  unsigned* grid_amax;
 };
 
 struct DequantParams {

@@ -190,7 +190,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   const Loaded& k = loaded(key, device);
   const cuda::FastGeometry g = cuda::fast_geometry(key);
   const cuda::FastLaunch shape =
-      cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm, p.cluster_amax, p.col && p.col_transposed);
+      cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm, p.cluster_amax, p.col && p.col_transposed,
+                              p.grid_amax != nullptr, cuda::dram_gbps(device));
   const dim3 grid = shape.grid;
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid.x;
@@ -200,11 +201,18 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = unsigned(g.slot_bytes);
   cfg.hStream = stream;
-  CUlaunchAttribute attr[2] = {};
+  CUlaunchAttribute attr[3] = {};
   attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr[0].value.programmaticStreamSerializationAllowed = 1;
+  // (a cooperative launch with PDL only where the device's probe took one: cooperative_launch)
+  attr[0].value.programmaticStreamSerializationAllowed =
+      !shape.cooperative || cuda::cooperative_launch(device) == cuda::CooperativeLaunch::with_pdl;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  if (shape.cooperative) {  // the grid exchange: every CTA resident at once
+    CUlaunchAttribute& a = attr[cfg.numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    a.value.cooperative = 1;
+  }
   if (shape.cluster.x > 0) {  // the one-launch amax: the grid is one cluster (loaded() allowed 16 CTAs)
     CUlaunchAttribute& a = attr[cfg.numAttrs++];
     a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -218,8 +226,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   params.flat_col_tiles = shape.flat_col_tiles;
   params.flat_band = shape.flat_band;
   void* args[] = {&params};
-  if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
-    check_cu(r, "jit: launching " + key_text(key));
+  const CUresult r = drv().launch(&cfg, k.fn, args, nullptr);
+  if (r != CUDA_SUCCESS) check_cu(r, "jit: launching " + key_text(key));
 }
 
 namespace {
