@@ -119,9 +119,17 @@ fi
 
 lib="$BUILD/libmxq_core.a"  # the CUDA objects (mxq_cuda is an object library) live in it
 cuobjdump --dump-resource-usage "$lib" >"$OUT/resource_usage.txt" 2>&1
-note "sass: F2FP (fp8 cvt) instructions: $(cuobjdump -sass "$lib" 2>/dev/null | grep -c F2FP); local-memory (LDL/STL): $(cuobjdump -sass "$lib" 2>/dev/null | grep -cE '\b(LDL|STL)(\.[A-Z0-9]+)*\s'); max REG: $(grep -oE 'REG:[0-9]+' "$OUT/resource_usage.txt" | sort -t: -k2 -n | tail -1)"
+# (the counts are functions, the pattern a variable: with the pattern's parentheses inline in the
+# command substitution, some runs printed "trap: line 2: unexpected EOF while looking for matching
+# `)'" and an empty count, session 44; the cause was not pinned down, and this form needs no parse
+# of quoted parentheses inside a substitution)
+sass_count() { cuobjdump -sass "$1" 2>/dev/null | grep -cE "$2"; }
+local_mem='\b(LDL|STL)(\.[A-Z0-9]+)*\s'
+max_reg() { grep -oE 'REG:[0-9]+' "$1" | sort -t: -k2 -n | tail -1; }
+note "sass: F2FP (fp8 cvt) instructions: $(sass_count "$lib" F2FP); local-memory (LDL/STL): $(sass_count "$lib" "$local_mem"); max REG: $(max_reg "$OUT/resource_usage.txt")"
 wg="$BUILD/src/cuda/CMakeFiles/mxq_cuda.dir/gemm/wgmma.cu.o"  # issue 6: QGMMA present, no local memory
-note "gemm wgmma kernel sass: QGMMA $(cuobjdump -sass "$wg" 2>/dev/null | grep -c QGMMA), LDL/STL $(cuobjdump -sass "$wg" 2>/dev/null | grep -cE '\b(LDL|STL)(\.[A-Z0-9]+)*\s'), $(cuobjdump --dump-resource-usage "$wg" 2>/dev/null | grep -oE 'REG:[0-9]+ STACK:[0-9]+' | sort -u | tr '\n' ' ')"
+wg_usage() { cuobjdump --dump-resource-usage "$wg" 2>/dev/null | grep -oE 'REG:[0-9]+ STACK:[0-9]+' | sort -u | tr '\n' ' '; }
+note "gemm wgmma kernel sass: QGMMA $(sass_count "$wg" QGMMA), LDL/STL $(sass_count "$wg" "$local_mem"), $(wg_usage)"
 
 if [ -n "${MXQ_SASS:-}" ]; then  # MXQ_SASS=REGEX: SASS of the matching bf16 fast kernels
   cuobjdump -sass "$BUILD/src/cuda/CMakeFiles/mxq_cuda.dir/quantize/fast_bf16.cu.o" 2>&1 |
