@@ -101,6 +101,11 @@ GetAddressRange address_range_fn() {
   static const auto fn = reinterpret_cast<GetAddressRange>(driver_entry_point("cuMemGetAddressRange", 12080));
   return fn;
 }
+using GetCurrentContext = CUresult (*)(CUcontext*);
+GetCurrentContext current_context_fn() {
+  static const auto fn = reinterpret_cast<GetCurrentContext>(driver_entry_point("cuCtxGetCurrent", 4000));
+  return fn;
+}
 }  // namespace
 
 void* driver_entry_point(const char* name, int version) {
@@ -132,16 +137,10 @@ void check_device_pointer(const void* p, const Device& d, const char* what) {
              ", but the tensor says " + d.str());
   if (a.type != cudaMemoryTypeDevice) return;  // managed memory is checked every time
   // The driver's range query needs a current context, which a thread whose first CUDA call this
-  // is has not got yet: making the current device current again gives it the primary context.
-  thread_local bool context_current = false;
-  if (!context_current) {
-    int current = 0;
-    context_current = cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(current) == cudaSuccess;
-    if (!context_current) {
-      cudaGetLastError();
-      return;
-    }
-  }
+  // is has not got yet (the runtime binds one at the call's first launch): then the range is not
+  // cached this time, and nothing is made current here (a caller's own context stays as it is).
+  CUcontext ctx = nullptr;
+  if (const GetCurrentContext current = current_context_fn(); !current || current(&ctx) != CUDA_SUCCESS || !ctx) return;
   CUdeviceptr base = 0;
   size_t size = 0;
   if (const GetAddressRange range = address_range_fn();
