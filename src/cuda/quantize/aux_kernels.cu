@@ -117,26 +117,31 @@ bool cluster_fits(int device, int ctas) {
 __global__ void cooperative_probe_kernel() {}
 
 // One cooperative launch of the probe, one CTA per SM, on a stream of its own (with PDL where
-// `pdl`), waited for; its error cleared.
-static bool probe_cooperative(int device, bool pdl) {
+// `pdl`, after an ordinary launch of it, so that the launch has a kernel before it to overlap),
+// waited for; its error cleared. Unknown where the question could not be asked (a query or the
+// stream failed): not an answer to keep.
+enum class Probe { yes, no, unknown };
+static Probe probe_cooperative(int device, bool pdl) {
   int sms = 0, supported = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return Probe::unknown;
   }
-  if (!supported || sms <= 0) return false;
+  if (!supported || sms <= 0) return Probe::no;
   cudaStream_t s = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return Probe::unknown;
   }
+  LaunchConfig before(dim3(1), dim3(32), 0, 0, s, false);
   LaunchConfig l(dim3(unsigned(sms)), dim3(32), 0, 0, s, pdl, true);
-  const bool ok =
-      cudaLaunchKernelEx(&l.cfg, cooperative_probe_kernel) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+  const bool ok = cudaLaunchKernelEx(&before.cfg, cooperative_probe_kernel) == cudaSuccess &&
+                  cudaLaunchKernelEx(&l.cfg, cooperative_probe_kernel) == cudaSuccess &&
+                  cudaStreamSynchronize(s) == cudaSuccess;
   cudaStreamDestroy(s);
   if (!ok) (void)cudaGetLastError();
-  return ok;
+  return ok ? Probe::yes : Probe::no;
 }
 
 CooperativeLaunch cooperative_launch(int device) {
@@ -144,11 +149,16 @@ CooperativeLaunch cooperative_launch(int device) {
   static std::atomic<uint8_t> known[64] = {};  // 0: not asked, else 1 + the answer
   uint8_t v = known[device].load(std::memory_order_acquire);
   if (v == 0) {
+    if (cudaPeekAtLastError() != cudaSuccess) return CooperativeLaunch::none;  // the caller's error, left to it
     DeviceGuard guard(device);
-    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture
-    const CooperativeLaunch c = probe_cooperative(device, true)    ? CooperativeLaunch::with_pdl
-                                : probe_cooperative(device, false) ? CooperativeLaunch::plain
-                                                                   : CooperativeLaunch::none;
+    RelaxedCapture relaxed;  // a first call may come inside CUDA-graph capture: never into it
+    const Probe with_pdl = probe_cooperative(device, true);
+    const Probe plain = with_pdl == Probe::no ? probe_cooperative(device, false) : Probe::unknown;
+    if (with_pdl == Probe::unknown || (with_pdl == Probe::no && plain == Probe::unknown))
+      return CooperativeLaunch::none;  // asked again next time
+    const CooperativeLaunch c = with_pdl == Probe::yes ? CooperativeLaunch::with_pdl
+                                : plain == Probe::yes  ? CooperativeLaunch::plain
+                                                       : CooperativeLaunch::none;
     v = uint8_t(1 + int(c));
     known[device].store(v, std::memory_order_release);
   }

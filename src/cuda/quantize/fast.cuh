@@ -1475,9 +1475,11 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 // (acquire) and read the result. Each launch leaves arrivals and maximum at zero, so the next
 // launch on the same words (the stream orders them: the state is touched only after the
 // programmatic wait) starts clean. The epoch is read before the arrival, so it cannot already be
-// this launch's: it moves only once every CTA, this one included, has arrived. A wait that never
-// ends (words shared by two launches at once, which the host's slots rule out) traps after 10 s
-// by %globaltimer rather than hang the stream, and so does an arrival beyond the grid's CTAs.
+// this launch's: it moves only once every CTA, this one included, has arrived. Words shared by
+// two launches at once (which the host's slots rule out, save a captured graph run concurrently
+// with itself: grid_amax_slot) mostly give both a maximum drawn from both inputs, silently; only
+// some interleavings show: an arrival beyond the grid's CTAs traps, and so does a wait that never
+// ends, after 10 s by %globaltimer, rather than hang the stream.
 template <class C>
 __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* state) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");

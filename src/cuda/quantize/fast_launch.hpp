@@ -94,7 +94,8 @@ std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t col
 // between two of them waits before it ends (a foreign kernel launched in between with PDL that
 // never waits would break that). Inside a capture, a set of the graph's own, never handed out
 // again (a graph may be replayed beside any stream's calls); so a captured graph must not run
-// concurrently with itself (two instantiations, or clones, replayed at once share its words).
+// concurrently with itself (two instantiations or clones replayed at once, or the graph as child
+// nodes of parallel branches, share its words, and their amax is then silently wrong).
 // Allocated in blocks of 1024 sets (16 KB) per device, kept for the process.
 unsigned* grid_amax_slot(int device, cudaStream_t stream);
 // Tests: while on, grid_amax_slot hands out nothing, so those calls take the amax kernel then the
@@ -111,9 +112,11 @@ bool cluster_fits(int device, int ctas);
 
 // How `device` takes the grid exchange's cooperative launch: with programmatic dependent launch,
 // without it, or not at all (no cooperative launch in this context: an MPS share, a green
-// context; the call then takes the two kernels). Asked once per device, outside any capture (a
-// launch refused inside one would already have invalidated it), by launching an empty kernel
-// cooperatively on a stream of its own; the launchers follow the answer and never retry.
+// context; the call then takes the two kernels). Asked once per device by launching an empty
+// kernel cooperatively on a stream of its own in relaxed capture mode, so never into a caller's
+// capture (a launch refused inside one would already have invalidated it); the launchers follow
+// the answer and never retry. Where an error is already pending (the caller's, left to it) or the
+// stream cannot be made, the answer is none for this call and the probe runs again next time.
 enum class CooperativeLaunch : uint8_t { none, plain, with_pdl };
 CooperativeLaunch cooperative_launch(int device);
 

@@ -62,7 +62,11 @@ struct TileParams {
   // completed and flushed their writes before this grid could be scheduled), and writes nothing
   // this one reads but the amax. So the CTA's first tile is loaded before this kernel's
   // programmatic wait, while the amax kernel drains. (No fence in the amax kernel: it would order
-  // nothing the dependent relies on, and cost its 2000 CTAs ~0.8 us on an H100, session 44.)
+  // nothing the dependent relies on, and cost its 2000 CTAs ~0.8 us on an H100, session 44.) The PTX
+  // ISA promises the earlier grids' writes only after the wait: loads before it rest on the
+  // hardware's behaviour (a grid's L1 holds no line older than its launch), which
+  // GpuQuantize.TwoKernelCastReadsWhatTheStreamWroteJustBefore checks with a one-CTA amax kernel
+  // too, whose cast runs on SMs that never ran an amax CTA.
   // Last, as act_table_src above.
   bool early_loads;
   // The one-launch amax of a per-tensor call too large for one cluster (grid_amax_grid,
