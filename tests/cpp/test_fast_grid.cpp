@@ -27,6 +27,17 @@ FastKey rows_key(num::Scheme s, num::ElemFormat e, int g, int fuse = 0) {
 
 // Row tiles a CTA walks: ty, ty + grid.y, ... (fast_quantize_kernel's loop).
 int64_t tiles_of_busiest_cta(const dim3& grid, int64_t tiles_y) { return (tiles_y + grid.y - 1) / grid.y; }
+// A one-launch amax grid (cluster_amax_grid's and grid_amax_grid's, both one_launch_grid): a CTA
+// per column tile across, no CTA row without a tile, at most max_ctas CTAs, as many CTA rows as
+// that allows (or as there are tiles), each CTA at most kOneLaunchMaxTilesPerCta row tiles.
+void expect_one_launch_grid(const dim3& grid, int64_t gx, int64_t tiles_y, int64_t max_ctas) {
+  EXPECT_EQ(int64_t(grid.x), gx);
+  EXPECT_GE(grid.y, 1u);
+  EXPECT_LE(int64_t(grid.y), tiles_y);
+  EXPECT_LE(int64_t(grid.x) * grid.y, max_ctas);
+  EXPECT_TRUE(int64_t(grid.y) == tiles_y || int64_t(grid.x) * (grid.y + 1) > max_ctas);
+  EXPECT_LE(tiles_of_busiest_cta(grid, tiles_y), kOneLaunchMaxTilesPerCta);
+}
 
 TEST(FastGrid, MemoryBoundKernelsLaunchOneCtaPerRowTile) {
   for (const FastKey& k : {rows_key(num::Scheme::fp8_block, num::ElemFormat::e4m3fn, 128),
@@ -499,13 +510,8 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
       const auto grid = cluster_amax_grid(k, rows, cols);
       ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
       const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
-      EXPECT_EQ(int64_t(grid->x), gx);
-      EXPECT_GE(grid->y, 1u);
-      EXPECT_LE(int64_t(grid->y), tiles_y);  // no CTA row without a tile
-      EXPECT_LE(int64_t(grid->x) * grid->y, kOneLaunchCtas);
-      // as many CTA rows as the cluster holds (or as there are tiles), each walking a few tiles
-      EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kOneLaunchCtas);
-      EXPECT_LE(tiles_of_busiest_cta(*grid, tiles_y), kOneLaunchMaxTilesPerCta);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+      expect_one_launch_grid(*grid, gx, tiles_y, kOneLaunchCtas);
       const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, false, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
@@ -563,11 +569,8 @@ TEST(FastGrid, GridExchangeHoldsOneCtaPerSmAndTwoTilesEach) {
         continue;
       }
       ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
-      EXPECT_EQ(int64_t(grid->x), gx);
-      EXPECT_LE(int64_t(grid->y), tiles_y);
-      EXPECT_LE(int64_t(grid->x) * grid->y, kSms);
-      EXPECT_TRUE(int64_t(grid->y) == tiles_y || int64_t(grid->x) * (grid->y + 1) > kSms);
-      EXPECT_LE(tiles_of_busiest_cta(*grid, tiles_y), kOneLaunchMaxTilesPerCta);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+      expect_one_launch_grid(*grid, gx, tiles_y, kSms);
       const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, true, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);

@@ -122,13 +122,13 @@ __global__ void cooperative_probe_kernel() {}
 // stream failed): not an answer to keep.
 enum class Probe { yes, no, unknown };
 static Probe probe_cooperative(int device, bool pdl) {
-  int sms = 0, supported = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
+  int supported = 0;
+  if (cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
     (void)cudaGetLastError();
     return Probe::unknown;
   }
-  if (!supported || sms <= 0) return Probe::no;
+  if (!supported) return Probe::no;
+  const int sms = sm_count(device);  // (the grid exchange's grids: at most one CTA per SM)
   cudaStream_t s = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
     (void)cudaGetLastError();

@@ -185,14 +185,13 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const bool need_amax = out.amax.data != nullptr && !fused_amax;
   // A small per-tensor call whose kernel takes the amax itself: one launch (cluster_amax_grid), one
   // cluster, where the device can co-schedule it (cluster_fits)
-  const std::optional<dim3> one_grid = need_amax && !opt.amax_in && key && path != Path::generic
-                                           ? cuda::cluster_amax_grid(*key, x.rows, n)
-                                           : std::nullopt;
+  const bool amax_in_kernel_capable = need_amax && !opt.amax_in && key && path != Path::generic;
+  const std::optional<dim3> one_grid = amax_in_kernel_capable ? cuda::cluster_amax_grid(*key, x.rows, n) : std::nullopt;
   const bool cluster_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
   // Larger ones up to cuda::kGridAmaxMaxElements: one launch whose CTAs meet in global memory
   // (grid_amax_grid, at most one CTA per SM), where the device takes a cooperative launch
   // (cooperative_launch) and the stream has its exchange words.
-  unsigned* const grid_slot = need_amax && !opt.amax_in && key && path != Path::generic && !cluster_launch &&
+  unsigned* const grid_slot = amax_in_kernel_capable && !cluster_launch &&
                                       cuda::grid_amax_grid(*key, x.rows, n, cuda::sm_count(x.device.index)) &&
                                       cuda::cooperative_launch(x.device.index) != cuda::CooperativeLaunch::none
                                   ? cuda::grid_amax_slot(x.device.index, stream)

@@ -226,8 +226,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   params.flat_col_tiles = shape.flat_col_tiles;
   params.flat_band = shape.flat_band;
   void* args[] = {&params};
-  const CUresult r = drv().launch(&cfg, k.fn, args, nullptr);
-  if (r != CUDA_SUCCESS) check_cu(r, "jit: launching " + key_text(key));
+  if (const CUresult r = drv().launch(&cfg, k.fn, args, nullptr); r != CUDA_SUCCESS)
+    check_cu(r, "jit: launching " + key_text(key));
 }
 
 namespace {
