@@ -1468,54 +1468,65 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 }
 
 // The same exchange for a grid larger than a cluster (TileParams::grid_amax: every CTA of the
-// grid resident at once, a cooperative launch), through four words of global memory that are zero
-// between calls: thread 0 of each CTA reads the epoch, raises the running maximum and arrives
-// (acquire-release); the last CTA to arrive takes the maximum (resetting it), publishes it as the
-// result, resets the arrivals and bumps the epoch (release); the others wait for the epoch to move
-// (acquire) and read the result. Each launch leaves arrivals and maximum at zero, so the next
-// launch on the same words (the stream orders them: the state is touched only after the
-// programmatic wait) starts clean. The epoch is read before the arrival, so it cannot already be
-// this launch's: it moves only once every CTA, this one included, has arrived. Words shared by
-// two launches at once (which the host's slots rule out, save a captured graph run concurrently
-// with itself: grid_amax_slot) mostly give both a maximum drawn from both inputs, silently; only
-// some interleavings show: an arrival beyond the grid's CTAs traps, and so does a wait that never
-// ends, after 10 s by %globaltimer, rather than hang the stream.
+// grid resident at once, a cooperative launch), through kGridAmaxSlots words of global memory, one
+// per CTA: CTA i stores its maximum (fp32 abs bits, so bit 31 is free) into word i with bit 31 the
+// launch's parity, and a warp of every CTA reads the grid's words until all carry that parity, then
+// takes their maximum. No read-modify-write, no fence and no "last CTA": a word's value and its
+// flag are one single-copy-atomic store, so the critical path is the last CTA's store reaching the
+// L2 and the others' next poll (session 44's arrival counter, published result and acquire polls
+// took ~6 round trips to the L2, 2.2 us on an H100). The parity is the complement of the one the CTA
+// finds in its own word, which only it writes in a launch; CTA 0 also sets the words past the grid,
+// so that every word carries the same parity after each launch (the next launch on the same words,
+// of any grid size, reads them after its programmatic wait: the stream orders them). Words shared
+// by two launches at once (which the host's slots rule out, save a captured graph run concurrently
+// with itself: grid_amax_slot) give a maximum drawn from both inputs or a wait that never ends,
+// which traps after 10 s by %globaltimer rather than hang the stream.
 template <class C>
-__device__ uint32_t grid_amax_bits(uint32_t m, unsigned* state) {
+__device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
+  constexpr unsigned kFlag = 0x80000000u;
   AmaxExchange& x = amax_exchange();
   publish_warp_maxima<C>(m);
-  if (threadIdx.x == 0) {
-    uint32_t c = cta_max_of_warps<C>();
-    unsigned* const arrivals = state;
-    unsigned* const running = state + 1;
-    unsigned* const result = state + 2;
-    unsigned* const epoch = state + 3;
-    unsigned e, arrived;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(e) : "l"(epoch) : "memory");
-    asm volatile("red.relaxed.gpu.global.max.u32 [%0], %1;" ::"l"(running), "r"(c) : "memory");
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(arrivals) : "memory");
-    const unsigned ctas = gridDim.x * gridDim.y;
-    if (arrived >= ctas) __trap();  // more arrivals than CTAs: the words are shared by two launches
-    if (arrived == ctas - 1) {
-      asm volatile("atom.relaxed.gpu.global.exch.b32 %0, [%1], 0;" : "=r"(c) : "l"(running) : "memory");
-      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(result), "r"(c) : "memory");
-      asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(arrivals) : "memory");
-      asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(epoch), "r"(e + 1) : "memory");
-    } else {
-      uint64_t start, t;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-      for (;;) {
-        unsigned now;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(epoch) : "memory");
-        if (now != e) break;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        if (t - start > 10'000'000'000ull) __trap();  // 10 s (ns)
-        __nanosleep(32);
-      }
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(c) : "l"(result) : "memory");
+  if (threadIdx.x < 32) {
+    const unsigned lane = threadIdx.x, ctas = gridDim.x * gridDim.y, cta = blockIdx.y * gridDim.x + blockIdx.x;
+    if (ctas > unsigned(kGridAmaxSlots)) __trap();  // grid_amax_grid's cap
+    unsigned own = 0;
+    if (lane == 0) asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(own) : "l"(words + cta) : "memory");
+    const unsigned parity = ~__shfl_sync(0xffffffffu, own, 0) & kFlag;
+    if (lane == 0) {
+      const unsigned c = cta_max_of_warps<C>();
+      if (c & kFlag) __trap();  // not abs bits
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(words + cta), "r"(parity | c) : "memory");
     }
-    x.cta_max[0] = c;
+    if (cta == 0) {  // the words past the grid: the same parity for the next launch
+      for (unsigned i = ctas + lane; i < unsigned(kGridAmaxSlots); i += 32)
+        asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(words + i), "r"(parity) : "memory");
+    }
+    uint64_t start = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    unsigned mx;
+    for (;;) {
+      unsigned stale = 0;
+      mx = 0;
+#pragma unroll
+      for (int k = 0; k < kGridAmaxSlots / 32; ++k) {  // every word's load in flight at once
+        const unsigned i = lane + 32u * unsigned(k);
+        if (i < ctas) {
+          unsigned w;
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(w) : "l"(words + i) : "memory");
+          stale |= (w ^ parity) & kFlag;
+          mx = num::max_u32(mx, w & ~kFlag);
+        }
+      }
+      if (!__any_sync(0xffffffffu, stale != 0)) {
+        mx = lane_max<32>(mx);
+        break;
+      }
+      uint64_t t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      if (t - start > 10'000'000'000ull) __trap();  // 10 s (ns)
+    }
+    if (lane == 0) x.cta_max[0] = mx;
   }
   __syncthreads();
   return x.cta_max[0];

@@ -204,7 +204,8 @@ Made make_on_private_stream(void** out, size_t bytes, Fill fill) {
 }  // namespace
 
 std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int sms) {
-  return one_launch_grid(key, rows, cols, kGridAmaxMaxElements, sms, sms);  // (up to one CTA per SM)
+  const int ctas = sms < kGridAmaxSlots ? sms : kGridAmaxSlots;  // up to one CTA per SM, one word each
+  return one_launch_grid(key, rows, cols, kGridAmaxMaxElements, sms, ctas);
 }
 
 namespace {
@@ -216,7 +217,7 @@ struct GridAmaxSlots {
 std::mutex g_slots_mu;
 std::atomic<bool> g_refuse_slots{false};
 std::map<int, GridAmaxSlots> g_slots;
-constexpr int kSlotsPerBlock = 1024, kSlotWords = 4;
+constexpr int kSlotsPerBlock = 64, kSlotWords = kGridAmaxSlots;
 }  // namespace
 
 unsigned* grid_amax_slot(int device, cudaStream_t stream) {

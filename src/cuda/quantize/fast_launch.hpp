@@ -81,14 +81,14 @@ std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t 
                                       int64_t max_elements = kOneLaunchMaxElements);
 // The same one launch for per-tensor calls too large for one cluster, up to kGridAmaxMaxElements
 // elements: at most one CTA per SM (`sms`: resident at once, whatever else the SMs run, so the
-// cooperative launch always fits), each walking at most kOneLaunchMaxTilesPerCta row tiles, as many
-// CTAs down the rows as that allows; its CTAs meet in global memory (fast.cuh grid_amax_bits,
-// grid_amax_slot). Otherwise nothing. Against the amax kernel then the cast kernel it saves the
-// reset, the amax kernel and one programmatic wait on a whole grid.
+// cooperative launch always fits) and at most kGridAmaxSlots, each walking at most kOneLaunchMaxTilesPerCta row tiles,
+// as many CTAs down the rows as that allows; its CTAs meet in global memory (fast.cuh grid_amax_bits, grid_amax_slot).
+// Otherwise nothing. Against the amax kernel then the cast kernel it saves the reset, the amax kernel and one
+// programmatic wait on a whole grid.
 inline constexpr int64_t kGridAmaxMaxElements = int64_t(512) * 7168;
 std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int sms);
-// The exchange's four words for a launch on `stream` (TileParams::grid_amax), arrivals and maximum
-// zero, or null where they cannot be had (the call then takes the two kernels). Outside a capture,
+// The exchange's kGridAmaxSlots words for a launch on `stream` (TileParams::grid_amax), all of one
+// parity, or null where they cannot be had (the call then takes the two kernels). Outside a capture,
 // one set per stream (cudaStreamGetId, never reused): two launches on one stream never use the words
 // at once, since the exchange comes after the kernel's programmatic wait and every library kernel
 // between two of them waits before it ends (a foreign kernel launched in between with PDL that
@@ -96,7 +96,7 @@ std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t col
 // again (a graph may be replayed beside any stream's calls); so a captured graph must not run
 // concurrently with itself (two instantiations or clones replayed at once, or the graph as child
 // nodes of parallel branches, share its words, and their amax is then silently wrong).
-// Allocated in blocks of 1024 sets (16 KB) per device, kept for the process.
+// Allocated in blocks of 64 sets (64 KB) per device, kept for the process.
 unsigned* grid_amax_slot(int device, cudaStream_t stream);
 // Tests: while on, grid_amax_slot hands out nothing, so those calls take the amax kernel then the
 // cast (the path a device that cannot hold the words takes), which stays tested.
