@@ -119,10 +119,10 @@ fi
 
 lib="$BUILD/libmxq_core.a"  # the CUDA objects (mxq_cuda is an object library) live in it
 cuobjdump --dump-resource-usage "$lib" >"$OUT/resource_usage.txt" 2>&1
-# (the counts are functions, the pattern a variable: with the pattern's parentheses inline in the
-# command substitution, some runs printed "trap: line 2: unexpected EOF while looking for matching
-# `)'" and an empty count, session 44; the cause was not pinned down, and this form needs no parse
-# of quoted parentheses inside a substitution)
+# (A line "trap: line 2: unexpected EOF while looking for matching `)'" with "reader_loop: bad jump"
+# here, and no counts, means a `timeout` around this script sent TERM while cuobjdump ran inside a
+# command substitution: bash runs the TERM trap mid-parse and aborts (session 45: 177 s of tests
+# under `timeout 200`). Leave the script time for the counts after the tests.)
 sass_count() { cuobjdump -sass "$1" 2>/dev/null | grep -cE "$2"; }
 local_mem='\b(LDL|STL)(\.[A-Z0-9]+)*\s'
 max_reg() { grep -oE 'REG:[0-9]+' "$1" | sort -t: -k2 -n | tail -1; }

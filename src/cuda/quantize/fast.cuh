@@ -1472,9 +1472,9 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 // per CTA: CTA i stores its maximum (fp32 abs bits, so bit 31 is free) into word i with bit 31 the
 // launch's parity, and a warp of every CTA reads the grid's words until all carry that parity, then
 // takes their maximum. No read-modify-write, no fence and no "last CTA": a word's value and its
-// flag are one single-copy-atomic store, so the critical path is the last CTA's store reaching the
-// L2 and the others' next poll (session 44's arrival counter, published result and acquire polls
-// took ~6 round trips to the L2, 2.2 us on an H100). The parity is the complement of the one the CTA
+// flag are one single-copy-atomic store (session 44's arrival counter, published result and
+// acquire polls took 0.4-0.7 us more on an H100; the wait still costs ~1.6 us over the same launch
+// without it, bench/NOTES.md v30). The parity is the complement of the one the CTA
 // finds in its own word, which only it writes in a launch; CTA 0 also sets the words past the grid,
 // so that every word carries the same parity after each launch (the next launch on the same words,
 // of any grid size, reads them after its programmatic wait: the stream orders them). Words shared
