@@ -1479,7 +1479,8 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 // so that every word carries the same parity after each launch (the next launch on the same words,
 // of any grid size, reads them after its programmatic wait: the stream orders them). Words shared
 // by two launches at once (which the host's slots rule out, save a captured graph run concurrently
-// with itself: grid_amax_slot) give a maximum drawn from both inputs or a wait that never ends,
+// with itself, or a foreign kernel between two calls that is launched with PDL and never waits:
+// grid_amax_slot) give a maximum drawn from both inputs or a wait that never ends,
 // which traps after 10 s by %globaltimer rather than hang the stream.
 template <class C>
 __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
@@ -1524,7 +1525,7 @@ __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
       }
       uint64_t t;
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-      if (t - start > 10'000'000'000ull) __trap();  // 10 s (ns)
+      if (int64_t(t - start) > 10'000'000'000ll) __trap();  // 10 s (ns; a clock stepping back never traps)
     }
     if (lane == 0) x.cta_max[0] = mx;
   }
@@ -1569,7 +1570,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   }
   // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits of the
   // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform
-  // over the grid, so every CTA opened the exchange and takes part in it exactly once.
+  // over the grid, so every CTA takes part in the exchange (the cluster's, opened above, or the
+  // grid's) exactly once.
   bool one_launch = false;
   uint32_t amax_bits = 0;
   auto take_amax = [&](auto local_max) {

@@ -137,7 +137,7 @@ constexpr bool one_launch_capable(const FastKey& k) {
 inline constexpr int kOneLaunchCtas = 16;
 inline constexpr int kOneLaunchMaxTilesPerCta = 2;
 // The grid exchange's words (TileParams::grid_amax, fast.cuh grid_amax_bits): one per CTA, so its
-// grids (fast_launch.hpp grid_amax_grid, up to one CTA per SM) have at most this many CTAs.
+// grids (fast_launch.hpp grid_amax_grid, up to as many CTAs as SMs) have at most this many CTAs.
 inline constexpr int kGridAmaxSlots = 256;
 
 // The fast kernels index columns in 32 bits: widths up to this (the generic kernel takes wider).

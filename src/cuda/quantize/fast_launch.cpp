@@ -204,7 +204,7 @@ Made make_on_private_stream(void** out, size_t bytes, Fill fill) {
 }  // namespace
 
 std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int sms) {
-  const int ctas = sms < kGridAmaxSlots ? sms : kGridAmaxSlots;  // up to one CTA per SM, one word each
+  const int ctas = sms < kGridAmaxSlots ? sms : kGridAmaxSlots;  // up to as many CTAs as SMs, one word each
   return one_launch_grid(key, rows, cols, kGridAmaxMaxElements, sms, ctas);
 }
 

@@ -80,8 +80,9 @@ inline constexpr int64_t kOneLaunchMaxElements = int64_t(32) * 7168;
 std::optional<dim3> cluster_amax_grid(const FastKey& key, int64_t rows, int64_t cols,
                                       int64_t max_elements = kOneLaunchMaxElements);
 // The same one launch for per-tensor calls too large for one cluster, up to kGridAmaxMaxElements
-// elements: at most one CTA per SM (`sms`: resident at once, whatever else the SMs run, so the
-// cooperative launch always fits) and at most kGridAmaxSlots, each walking at most kOneLaunchMaxTilesPerCta row tiles,
+// elements: at most as many CTAs as SMs (`sms`) and kGridAmaxSlots, so the cooperative launch always
+// fits by capacity (other kernels holding the SMs can still delay the last CTAs, whom the others
+// wait for: fast.cuh grid_amax_bits traps after 10 s), each walking at most kOneLaunchMaxTilesPerCta row tiles,
 // as many CTAs down the rows as that allows; its CTAs meet in global memory (fast.cuh grid_amax_bits, grid_amax_slot).
 // Otherwise nothing. Against the amax kernel then the cast kernel it saves the reset, the amax kernel and one
 // programmatic wait on a whole grid.

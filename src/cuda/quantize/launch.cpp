@@ -189,7 +189,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const std::optional<dim3> one_grid = amax_in_kernel_capable ? cuda::cluster_amax_grid(*key, x.rows, n) : std::nullopt;
   const bool cluster_launch = one_grid && cuda::cluster_fits(x.device.index, int(one_grid->x * one_grid->y));
   // Larger ones up to cuda::kGridAmaxMaxElements: one launch whose CTAs meet in global memory
-  // (grid_amax_grid, at most one CTA per SM), where the device takes a cooperative launch
+  // (grid_amax_grid, at most as many CTAs as SMs), where the device takes a cooperative launch
   // (cooperative_launch) and the stream has its exchange words.
   unsigned* const grid_slot = amax_in_kernel_capable && !cluster_launch &&
                                       cuda::grid_amax_grid(*key, x.rows, n, cuda::sm_count(x.device.index)) &&
