@@ -5,7 +5,9 @@
 # compiled with MXQ_EXP_JIT_FLAGS variants of grid_amax_bits, two alternating repetitions:
 # SKIP=1 (no exchange: the floor), SLEEP=N (a nanosleep after a stale poll), TIMER_EVERY=N (the
 # %globaltimer read every N polls, 0 never), and MXQ_EXP_GX_NOPDL=1 (no PDL on the exchange's
-# launch). Then ncu's kernel durations, one launch at a time, of the default and of SKIP=1.
+# launch). Then the given-amax calls with no one-launch code compiled in (MXQ_EXP_NO_ONE_LAUNCH),
+# three alternating repetitions, and ncu's kernel durations, one launch at a time, of the default
+# and of SKIP=1.
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 MXQ_PREBUILT=prebuilt.tar.xz MXQ_GPU_TEST_SMALL=1 MXQ_GPU_TEST_FILTER='GpuQuantize.GridExchange*' \
@@ -23,6 +25,16 @@ for r in 1 2; do
   done
 done >"$OUT/wait.txt"
 echo "wait runs: $(grep -c '^===' "$OUT/wait.txt")" | tee -a "$OUT/status.txt"
+# the given-amax loss of 1007909 (RESULTS session 45, call 4): the same JIT kernels with no
+# one-launch code compiled in (MXQ_EXP_NO_ONE_LAUNCH; only the given-amax rows mean anything)
+for r in 1 2 3; do
+  for v in "" "-DMXQ_EXP_NO_ONE_LAUNCH"; do
+    echo "=== [${v:-default}] rep $r"
+    MXQ_BACKEND=cuda-jit MXQ_EXP_JIT_FLAGS="$v" timeout 60 $Q --small --only fp8_tensor --only nvfp4 \
+      --shape 128x7168 --shape 512x7168 --shape 1024x7168 2>&1 | grep -E 'given amax'
+  done
+done >"$OUT/given.txt"
+echo "given runs: $(grep -c '^===' "$OUT/given.txt")" | tee -a "$OUT/status.txt"
 for v in "" "-DMXQ_EXP_GX_SKIP=1"; do
   MXQ_BACKEND=cuda-jit MXQ_EXP_JIT_FLAGS="$v" timeout 150 ncu --kernel-name regex:fast_quantize --launch-count 600 \
     --metrics gpu__time_duration.sum,launch__grid_size $Q --small --only fp8_tensor --shape 128x7168 >"$OUT/ncu${v:+_skip}.txt" 2>&1
