@@ -549,10 +549,10 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
 }
 
 // The grid exchange (grid_amax_grid): the same kernels over at most kGridAmaxMaxElements elements,
-// at most one CTA per SM, each CTA at most kOneLaunchMaxTilesPerCta row tiles, every column tile
-// covered and as many CTA rows as the SMs allow; fast_launch_shape launches it cooperatively,
-// without a cluster.
-TEST(FastGrid, GridExchangeHoldsOneCtaPerSmAndTwoTilesEach) {
+// at most as many CTAs as SMs and kGridAmaxSlots (the exchange's words, one per CTA), each CTA at most
+// kOneLaunchMaxTilesPerCta row tiles, every column tile covered and as many CTA rows as the SMs allow;
+// fast_launch_shape launches it cooperatively, without a cluster.
+TEST(FastGrid, GridExchangeHoldsACtaPerSmAndWordAtMostAndTwoTilesEach) {
   using S = num::Scheme;
   using E = num::ElemFormat;
   const FastKey fp8 = rows_key(S::fp8_tensor, E::e4m3fn, 8), nvfp4 = rows_key(S::nvfp4, E::e2m1, 16);
@@ -588,6 +588,26 @@ TEST(FastGrid, GridExchangeHoldsOneCtaPerSmAndTwoTilesEach) {
     EXPECT_FALSE(grid_amax_grid(k, 3, 33, kSms).has_value());                            // not whole 8-element chunks
     EXPECT_FALSE(grid_amax_grid(k, kGridAmaxMaxElements / 8 + 1, 8, kSms).has_value());  // past the element cap
     EXPECT_FALSE(grid_amax_grid(k, 1, 7168, 0).has_value());
+    // a GPU with more SMs than the exchange has words: the grid keeps to the words
+    for (const int sms : {kGridAmaxSlots - 1, kGridAmaxSlots, kGridAmaxSlots + 1, 2 * kGridAmaxSlots}) {
+      SCOPED_TRACE("sms " + std::to_string(sms));
+      const int64_t tile_rows = fast_geometry(k).tile_rows;
+      const int64_t rows = 2 * int64_t(sms) * tile_rows, cols = 8;  // one column tile of 2 * sms row tiles
+      const auto grid = grid_amax_grid(k, rows, cols, sms);
+      if (sms > kGridAmaxSlots) {  // 2 * sms tiles need more than kGridAmaxSlots CTAs of two tiles
+        EXPECT_FALSE(grid.has_value());
+        EXPECT_TRUE(grid_amax_grid(k, 2 * int64_t(kGridAmaxSlots) * tile_rows, cols, sms).has_value());
+      } else {
+        ASSERT_TRUE(grid.has_value());
+        expect_one_launch_grid(*grid, 1, 2 * int64_t(sms), sms);
+      }
+      if (grid) {
+        EXPECT_LE(int64_t(grid->x) * grid->y, kGridAmaxSlots);
+      }
+      if (const auto all = grid_amax_grid(k, 2 * int64_t(kGridAmaxSlots) * tile_rows, cols, sms)) {
+        EXPECT_LE(int64_t(all->x) * all->y, std::min(sms, kGridAmaxSlots));
+      }
+    }
     EXPECT_FALSE(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0).cooperative);
   }
   EXPECT_FALSE(grid_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 128, 7168, kSms).has_value());
