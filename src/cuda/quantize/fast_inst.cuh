@@ -36,9 +36,7 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
   params.long_ctas = l.long_ctas;
   params.flat_col_tiles = l.flat_col_tiles;
   params.flat_band = l.flat_band;
-  // (a cooperative launch with PDL only where the device's probe took one: cooperative_launch)
-  const bool pdl = !l.cooperative || cooperative_launch(device) == CooperativeLaunch::with_pdl;
-  LaunchConfig c(l.grid, dim3(C::kThreads), kSmem, l.cluster, stream, pdl, l.cooperative);
+  LaunchConfig c(l.grid, dim3(C::kThreads), kSmem, l.cluster, stream, launch_pdl(l, device), l.cooperative);
   return cudaLaunchKernelEx(&c.cfg, fast_quantize_kernel<C>, params);
 }
 

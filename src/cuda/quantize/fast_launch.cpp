@@ -204,8 +204,8 @@ Made make_on_private_stream(void** out, size_t bytes, Fill fill) {
 }  // namespace
 
 std::optional<dim3> grid_amax_grid(const FastKey& key, int64_t rows, int64_t cols, int sms) {
-  const int ctas = sms < kGridAmaxSlots ? sms : kGridAmaxSlots;  // up to as many CTAs as SMs, one word each
-  return one_launch_grid(key, rows, cols, kGridAmaxMaxElements, sms, ctas);
+  const int64_t ctas = std::min(sms, kGridAmaxSlots);  // up to as many CTAs as SMs, one word each
+  return one_launch_grid(key, rows, cols, kGridAmaxMaxElements, ctas, ctas);
 }
 
 namespace {
@@ -255,6 +255,10 @@ unsigned* grid_amax_slot(int device, cudaStream_t stream) {
 }
 
 void refuse_grid_amax_slots(bool refuse) { g_refuse_slots.store(refuse, std::memory_order_relaxed); }
+
+bool launch_pdl(const FastLaunch& l, int device) {
+  return !l.cooperative || cooperative_launch(device) == CooperativeLaunch::with_pdl;
+}
 
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
                              bool one_launch, bool col_transposed, bool grid_exchange, int64_t dram_gbps) {

@@ -120,6 +120,9 @@ bool cluster_fits(int device, int ctas);
 // stream cannot be made, the answer is none for this call and the probe runs again next time.
 enum class CooperativeLaunch : uint8_t { none, plain, with_pdl };
 CooperativeLaunch cooperative_launch(int device);
+// Whether launch `l` on `device` takes programmatic dependent launch: always, but a cooperative one
+// only where the device's probe took it so (cooperative_launch). Both launchers (AOT and JIT) ask.
+bool launch_pdl(const FastLaunch& l, int device);
 
 // Whether a grid gives each CTA at least twice the bf16 table's 8192 entries of a rows x cols
 // input to quantize: fast_grid gives the fused 8-row shapes that look their function up

@@ -287,22 +287,19 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
     return;
   }
   const int sms = cuda::sm_count(x.device.index);
+  // the record's prefix: the path, and where the kernel took the amax itself, how its CTAs met
+  // (string literals: kernel_text compares them by address)
+  const int amax_kind = grid_slot ? 2 : one_launch ? 1 : 0;
+  static constexpr const char* kAotText[] = {"fast ", "fast+amax ", "fast+amax-grid "};
+  static constexpr const char* kJitText[] = {"jit ", "jit+amax ", "jit+amax-grid "};
   if (path == Path::aot_fast) {
     check_cuda(*cuda::launch_fast_quantize(*key, x.rows, n, sms, stream, p), "quantize kernel launch");
-    runtime::record_dispatch("quantize", Backend::cuda_aot,
-                             kernel_text(grid_slot    ? "fast+amax-grid "
-                                         : one_launch ? "fast+amax "
-                                                      : "fast ",
-                                         *key));
+    runtime::record_dispatch("quantize", Backend::cuda_aot, kernel_text(kAotText[amax_kind], *key));
     return;
   }
   if (path == Path::jit) {
     jit::launch(*key, x.device.index, x.rows, n, sms, stream, p);
-    runtime::record_dispatch("quantize", Backend::cuda_jit,
-                             kernel_text(grid_slot    ? "jit+amax-grid "
-                                         : one_launch ? "jit+amax "
-                                                      : "jit ",
-                                         *key));
+    runtime::record_dispatch("quantize", Backend::cuda_jit, kernel_text(kJitText[amax_kind], *key));
     return;
   }
   const int64_t tiles = ((n + 127) / 128) * ((x.rows + shape.rows - 1) / shape.rows);

@@ -203,9 +203,7 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   cfg.hStream = stream;
   CUlaunchAttribute attr[3] = {};
   attr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  // (a cooperative launch with PDL only where the device's probe took one: cooperative_launch)
-  attr[0].value.programmaticStreamSerializationAllowed =
-      !shape.cooperative || cuda::cooperative_launch(device) == cuda::CooperativeLaunch::with_pdl;
+  attr[0].value.programmaticStreamSerializationAllowed = cuda::launch_pdl(shape, device);
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   if (shape.cooperative) {  // the grid exchange: every CTA resident at once
