@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "cuda/quantize/fast_launch.hpp"
-#include "runtime/jit/compile.hpp"
+#include "mxq/error.hpp"
 #include "mxq/numerics/activations.h"
+#include "runtime/jit/compile.hpp"
 
 namespace mxq::cuda {
 namespace {
@@ -23,6 +24,11 @@ constexpr int64_t kH100Gbps = 3352, kH200Gbps = 4915;  // cuda::dram_gbps of an 
 
 FastKey rows_key(num::Scheme s, num::ElemFormat e, int g, int fuse = 0) {
   return FastKey{2, s, e, FastShape::rows, g, 1, num::ScaleLayout::row_major, num::ScaleLayout::row_major, fuse};
+}
+// The same kernel with the one-launch amax compiled in (FastKey::one_launch)
+FastKey one_launch_twin(FastKey k) {
+  k.one_launch = true;
+  return k;
 }
 
 // Row tiles a CTA walks: ty, ty + grid.y, ... (fast_quantize_kernel's loop).
@@ -512,7 +518,7 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
       const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
       expect_one_launch_grid(*grid, gx, tiles_y, kOneLaunchCtas);
-      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, false, 0);
+      const FastLaunch l = fast_launch_shape(one_launch_twin(k), rows, cols, kSms, kBlocksPerSm, true, false, false, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
       EXPECT_EQ(l.cluster.x, grid->x);
@@ -533,7 +539,16 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     EXPECT_EQ(cluster_amax_grid(k, 264, 512).has_value(), false);             // 33 x 1 tiles for 16 CTAs
     EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0).cluster.x,
               0u);  // no cluster otherwise
+    // a one-launch call runs the kernel keyed for it (FastKey::one_launch), and only such a call
+    EXPECT_TRUE(fast_key_valid(one_launch_twin(k)));
+    EXPECT_THROW(fast_launch_shape(k, 64, 7168, kSms, kBlocksPerSm, true, false, false, 0), mxq::Error);
+    EXPECT_THROW(fast_launch_shape(one_launch_twin(k), 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0),
+                 mxq::Error);
   }
+  // no other kernel has the one-launch code
+  EXPECT_FALSE(fast_key_valid(one_launch_twin(rows_key(S::mx, E::e4m3fn, 32))));
+  EXPECT_FALSE(fast_key_valid(
+      one_launch_twin(rows_key(S::fp8_tensor, E::e4m3fn, 8, fuse_bits(int(num::Activation::silu), false, false)))));
   // other recipes, shapes and fused kernels take no one-launch amax
   EXPECT_FALSE(cluster_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 1, 7168).has_value());
   EXPECT_FALSE(cluster_amax_grid(rows_key(S::fp8_block, E::e4m3fn, 128), 1, 7168).has_value());
@@ -571,7 +586,7 @@ TEST(FastGrid, GridExchangeHoldsACtaPerSmAndWordAtMostAndTwoTilesEach) {
       ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
       expect_one_launch_grid(*grid, gx, tiles_y, kSms);
-      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, true, 0);
+      const FastLaunch l = fast_launch_shape(one_launch_twin(k), rows, cols, kSms, kBlocksPerSm, true, false, true, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
       EXPECT_EQ(l.cluster.x, 0u);

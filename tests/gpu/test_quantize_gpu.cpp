@@ -428,6 +428,11 @@ TEST(GpuQuantize, CallerGivenAmaxAndScale) {
                                     std::to_string(given) + " (ran " + ran + ")";
           expect_same_outputs(qg, qc, where);
           if (HasFatalFailure()) return;
+          // only mode 2 takes its amax in one launch (64 x 512; 510 columns: the generic kernel), in
+          // the kernel with the exchange; an empty call records nothing
+          if (s.rows > 0) {
+            EXPECT_EQ(ran.find(" one-launch") != std::string::npos, mode == 2 && s.cols % 8 == 0) << where;
+          }
           if (mode != 2) {
             float a = -1.0f;
             qg.amax().download(&a);
@@ -543,6 +548,8 @@ TEST(GpuQuantize, PerTensorSmallCallsInOneLaunch) {
             if (m != two) {  // by the backend asked for
               ASSERT_EQ(k.rfind(b == Backend::cuda_jit ? "jit+" : "fast+", 0), 0u) << k;
             }
+            // only a one-launch call runs the kernel with the exchange compiled in (FastKey::one_launch)
+            ASSERT_EQ(k.find(" one-launch") != std::string::npos, m != two) << k;
             ++cases_run;
             ++counts[m];
           }

@@ -25,9 +25,11 @@
 namespace mxq::cuda {
 
 template <int kDType_, num::ElemFormat kElem_, num::Scheme kScheme_, FastShape kShape_, int kG_, int kH_,
-          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_, int kFuse_ = 0, bool kColSame_ = false>
+          num::ScaleLayout kRowLayout_, num::ScaleLayout kColLayout_, int kFuse_ = 0, bool kColSame_ = false,
+          bool kOneLaunch_ = false>
 struct FastConfig {
-  static constexpr FastKey kKey{kDType_, kScheme_, kElem_, kShape_, kG_, kH_, kRowLayout_, kColLayout_, kFuse_, kColSame_};
+  static constexpr FastKey kKey{kDType_,     kScheme_,    kElem_, kShape_,   kG_,        kH_,
+                                kRowLayout_, kColLayout_, kFuse_, kColSame_, kOneLaunch_};
   static constexpr bool kColSame = kColSame_;  // FastKey::col_same: the same-shape NVFP4 kernel
   static constexpr FastGeometry kGeo = fast_geometry(kKey);
   static_assert(fast_key_valid(kKey), "not a specialisation the kernel supports");
@@ -1368,9 +1370,14 @@ struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
 };
 
 // The one-launch amax of a small fp8_tensor / NVFP4 input (TileParams::cluster_amax): the rows
-// kernels of those recipes, whose grid is then one cluster (cluster_amax_grid).
+// kernels of those recipes keyed FastKey::one_launch, whose grid is then one cluster
+// (cluster_amax_grid) or the grid exchange's.
 template <class C>
-inline constexpr bool kClusterAmax = one_launch_capable(C::kKey);
+inline constexpr bool kClusterAmax = C::kKey.one_launch;
+// The plain per-tensor rows kernels, with or without it, may load their first tile before the
+// wait (TileParams::early_loads).
+template <class C>
+inline constexpr bool kEarlyLoads = one_launch_capable(C::kKey);
 
 // The largest |x| (fp32 abs bits) of the kR x 8 elements of a thread's tile at s, zeros where
 // rows are absent (s.n <= 0: none). Volatile loads: the compiler would otherwise merge them with
@@ -1562,8 +1569,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // call waits after its first tile's loads (TileParams::early_loads)
   bool early = false;
   // (nothing of a fused kernel runs before the wait: the noop flag, the table's source)
-  static_assert(!kClusterAmax<C> || (!C::kFused && !ActTable<C>::kOn), "early loads: plain per-tensor kernels only");
-  if constexpr (kClusterAmax<C>) early = p.early_loads;
+  static_assert(!kEarlyLoads<C> || (!C::kFused && !ActTable<C>::kOn), "early loads: plain per-tensor kernels only");
+  if constexpr (kEarlyLoads<C>) early = p.early_loads;
   if (!early) pdl_begin();
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs

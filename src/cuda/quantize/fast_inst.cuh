@@ -54,10 +54,18 @@ struct Entry {
     FastKey{MXQ_INPUT_DTYPE, S::SCHEME, E::ELEM, FastShape::SHAPE, G, H, L::ROWL, L::COLL},              \
         &launch<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::SHAPE, G, H, L::ROWL, L::COLL>> \
   }
+// A per-tensor rows kernel (one_launch_capable) and its twin that takes the amax itself
+// (FastKey::one_launch): the dispatcher picks either for any call the first one serves.
+#define MXQ_FAST_PER_TENSOR(SCHEME, ELEM, G, ROWL)                                                               \
+  MXQ_FAST(SCHEME, ELEM, rows, G, 1, ROWL, row_major), Entry {                                                   \
+    FastKey{MXQ_INPUT_DTYPE, S::SCHEME, E::ELEM, FastShape::rows, G, 1, L::ROWL, L::row_major, 0, false, true},  \
+        &launch<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::rows, G, 1, L::ROWL, L::row_major, 0, \
+                           false, true>>                                                                         \
+  }
 
-const Entry kTable[] = {
-    MXQ_FAST(fp8_tensor, e4m3fn, rows, 8, 1, row_major, row_major),
-    MXQ_FAST(fp8_tensor, e5m2, rows, 8, 1, row_major, row_major),
+constexpr Entry kTable[] = {
+    MXQ_FAST_PER_TENSOR(fp8_tensor, e4m3fn, 8, row_major),
+    MXQ_FAST_PER_TENSOR(fp8_tensor, e5m2, 8, row_major),
     MXQ_FAST(fp8_tensor, e4m3fn, colblocks, 8, 32, row_major, row_major),
     MXQ_FAST(fp8_block, e4m3fn, rows, 128, 1, row_major, row_major),
     MXQ_FAST(fp8_block, e4m3fn, rows, 128, 1, mn_major_tma, row_major),
@@ -75,13 +83,28 @@ const Entry kTable[] = {
     MXQ_FAST(mx, e4m3fn, colblocks, 32, 32, swizzled_128x4, swizzled_128x4),
     MXQ_FAST(mx, e5m2, colblocks, 32, 32, row_major, row_major),
     MXQ_FAST(mx, e2m1, colblocks, 32, 32, row_major, row_major),
-    MXQ_FAST(nvfp4, e2m1, rows, 16, 1, row_major, row_major),
-    MXQ_FAST(nvfp4, e2m1, rows, 16, 1, swizzled_128x4, row_major),
+    MXQ_FAST_PER_TENSOR(nvfp4, e2m1, 16, row_major),
+    MXQ_FAST_PER_TENSOR(nvfp4, e2m1, 16, swizzled_128x4),
 #if MXQ_INPUT_DTYPE != 0  // fp32: the generic kernel (these spill with fp32's 64 data registers)
     MXQ_FAST(nvfp4, e2m1, two_d, 16, 16, row_major, row_major),
 #endif
 };
+#undef MXQ_FAST_PER_TENSOR
 #undef MXQ_FAST
+
+// The dispatcher asks the table for a key without FastKey::one_launch (aot_fast_has), then may
+// launch its twin: every such kernel has one.
+constexpr bool per_tensor_twins() {
+  for (const Entry& e : kTable) {
+    FastKey twin = e.key;
+    twin.one_launch = true;
+    bool found = !one_launch_capable(e.key) || e.key.one_launch;
+    for (const Entry& f : kTable) found = found || f.key == twin;
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(per_tensor_twins(), "a per-tensor rows kernel without its one-launch twin (MXQ_FAST_PER_TENSOR)");
 
 }  // namespace
 

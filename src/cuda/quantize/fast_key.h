@@ -24,6 +24,12 @@ struct FastKey {
   // transposed. The transposed kernel stages its scales (fast.cuh kStagedLayout); compiled into one
   // kernel with it, the same-shape form measured 8% slower (bench/NOTES.md v20).
   bool col_same = false;
+  // Per-tensor rows kernels only (one_launch_capable): the kernel that takes a small call's amax
+  // itself, in one launch with the cast (TileParams::cluster_amax: a cluster or the grid exchange).
+  // Calls with the amax given, and the cast after an amax kernel, run the kernel without that code:
+  // compiled in, it cost them 0.1-0.7 us (H100, bench/NOTES.md v31: fp8_tensor 1024 x 7168 with
+  // the amax given 4.72 -> 4.05 us, 512 x 7168 3.20 -> 2.72).
+  bool one_launch = false;
   bool operator==(const FastKey&) const = default;
 };
 // The flat grids of the fused column-block kernels (fast.cuh kFlatWalk, FastLaunch): the
@@ -170,6 +176,7 @@ constexpr bool fast_key_valid(const FastKey& k) {
       k.scheme != num::Scheme::fp8_block)
     return false;  // fp8_tensor is FP8 only, NVFP4 is E2M1 only
   if (k.col_same && (k.shape != FastShape::colblocks || !keys_column_form(k.scheme))) return false;
+  if (k.one_launch && !one_launch_capable(k)) return false;
   switch (k.shape) {
     case FastShape::rows: return k.h == 1;
     case FastShape::colblocks: return (k.h == 32 && k.g <= 64) || (k.h == 16 && k.g <= 128);

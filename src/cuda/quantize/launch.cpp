@@ -165,23 +165,10 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   if (path == Path::generic && !x.empty())
     runtime::fallback("quantize", std::string(b == Backend::cuda_jit ? "cuda-jit" : "cuda-aot") + " specialised kernel",
                       "cuda-aot generic tile kernel", why);
-  if (path == Path::jit) jit::prepare(*key, x.device.index);
-
-  // Buffers zeroed before the kernel (dbias, amax, scale padding): by a kernel launched with PDL
-  // (cuda::launch_zero; a memset node would hold the next kernel until it completes) that
-  // leaves them untouched under a noop flag.
-  // (amax_last: the last kernel launched is the amax kernel; TileParams::early_loads)
-  bool amax_last = false;
-  auto zero = [&](void* ptr, int64_t bytes, const char* what) {
-    check_cuda(cuda::launch_zero(ptr, bytes, opt.noop, stream), what);
-    amax_last = false;
-  };
-  if (opt.dbias) zero(opt.dbias, n * 4, "dbias reset");
 
   // ---- amax (fp8_tensor, nvfp4 always; others when an amax buffer is given, and then a fused
   // kernel takes the amax of y itself)
   const bool fused_amax = fused && !rc.has_global_scale() && out.amax.data != nullptr && !x.empty();
-  if (fused_amax) zero(out.amax.data, 4, "amax reset");
   const bool need_amax = out.amax.data != nullptr && !fused_amax;
   // A small per-tensor call whose kernel takes the amax itself: one launch (cluster_amax_grid), one
   // cluster, where the device can co-schedule it (cluster_fits)
@@ -197,6 +184,22 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
                                   ? cuda::grid_amax_slot(x.device.index, stream)
                                   : nullptr;
   const bool one_launch = cluster_launch || grid_slot != nullptr;
+  // Only such a call runs the kernel with the exchange compiled in (FastKey::one_launch; the AOT
+  // table has both, fast_inst.cuh)
+  if (one_launch) key->one_launch = true;
+  if (path == Path::jit) jit::prepare(*key, x.device.index);
+
+  // Buffers zeroed before the kernel (dbias, amax, scale padding): by a kernel launched with PDL
+  // (cuda::launch_zero; a memset node would hold the next kernel until it completes) that
+  // leaves them untouched under a noop flag.
+  // (amax_last: the last kernel launched is the amax kernel; TileParams::early_loads)
+  bool amax_last = false;
+  auto zero = [&](void* ptr, int64_t bytes, const char* what) {
+    check_cuda(cuda::launch_zero(ptr, bytes, opt.noop, stream), what);
+    amax_last = false;
+  };
+  if (opt.dbias) zero(opt.dbias, n * 4, "dbias reset");
+  if (fused_amax) zero(out.amax.data, 4, "amax reset");
   // A caller-given amax is copied to the output's amax by the quantize kernel itself
   // (TileParams::amax_canonical), not by a copy node of its own.
   if (need_amax && !one_launch && !opt.amax_in) {

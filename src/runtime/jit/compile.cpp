@@ -56,7 +56,8 @@ std::string key_text(const cuda::FastKey& k) {
   }
   return std::string(dtype_text(k.dtype)) + " " + scheme_name(k.scheme) + " " + elem_text(k.elem) + " " +
          shape_text(k.shape) + " g=" + std::to_string(k.g) + " h=" + std::to_string(k.h) + " " +
-         layout_name(k.row_layout) + "/" + layout_name(k.col_layout) + fused + (k.col_same ? " colform=same" : "");
+         layout_name(k.row_layout) + "/" + layout_name(k.col_layout) + fused + (k.col_same ? " colform=same" : "") +
+         (k.one_launch ? " one-launch" : "");
 }
 
 std::string kernel_name(const cuda::FastKey& k) {
@@ -64,8 +65,11 @@ std::string kernel_name(const cuda::FastKey& k) {
          ", mxq::num::ElemFormat(" + std::to_string(int(k.elem)) + "), mxq::num::Scheme(" +
          std::to_string(int(k.scheme)) + "), mxq::cuda::FastShape(" + std::to_string(int(k.shape)) + "), " +
          std::to_string(k.g) + ", " + std::to_string(k.h) + ", mxq::num::ScaleLayout(" +
-         std::to_string(int(k.row_layout)) + "), mxq::num::ScaleLayout(" + std::to_string(int(k.col_layout)) +
-         "), " + std::to_string(k.fuse) + (k.col_same ? ", true" : "") + ">>";  // col_same named where set
+         std::to_string(int(k.row_layout)) + "), mxq::num::ScaleLayout(" + std::to_string(int(k.col_layout)) + "), " +
+         std::to_string(k.fuse) +
+         // col_same and one_launch named where set (col_same then too)
+         (k.col_same || k.one_launch ? std::string(", ") + (k.col_same ? "true" : "false") : "") +
+         (k.one_launch ? ", true" : "") + ">>";
 }
 
 std::string kernel_source(const cuda::FastKey& k) {
@@ -267,6 +271,7 @@ uint64_t pack_key(const cuda::FastKey& k, int arch, int device) {
   put(uint64_t(k.fuse), 6);
   static_assert((cuda::kFuseActMask | cuda::kFuseDact | cuda::kFuseDbias) < 64, "fuse takes 6 bits");
   put(uint64_t(k.col_same), 1);
+  put(uint64_t(k.one_launch), 1);
   put(uint64_t(arch), 12);
   put(uint64_t(device), 16);
   static_assert(kLog2Max < 8, "g and h take 3 bits");
@@ -302,8 +307,14 @@ std::vector<cuda::FastKey> all_keys() {
           }
           for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
             std::string why;
-            const auto k = cuda::fast_key_for(r, d, why);
-            if (k && std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
+            auto k = cuda::fast_key_for(r, d, why);
+            if (!k) continue;
+            // with its one-launch twin where the dispatcher may pick it (FastKey::one_launch)
+            for (bool one : {false, true}) {
+              if (one && !cuda::one_launch_capable(*k)) break;
+              k->one_launch = one;
+              if (std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
+            }
           }
         }
   return keys;

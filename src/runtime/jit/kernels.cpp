@@ -169,7 +169,7 @@ const Loaded& loaded(const cuda::FastKey& key, int device) {
   const int arch = cuda::arch_of(device);
   return functions().get(pack_key(key, arch, device), [&] {
     const cuda::FastGeometry g = cuda::fast_geometry(key);
-    Loaded l = load(compiled(key, arch), device, g.slot_bytes, key_text(key), cuda::one_launch_capable(key));
+    Loaded l = load(compiled(key, arch), device, g.slot_bytes, key_text(key), key.one_launch);
     l.blocks_per_sm = 0;
     if (drv().occupancy(&l.blocks_per_sm, l.fn, g.threads, size_t(g.slot_bytes)) != CUDA_SUCCESS ||
         l.blocks_per_sm <= 0)
