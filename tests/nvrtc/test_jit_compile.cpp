@@ -78,6 +78,31 @@ TEST(JitCompile, ColumnFormKeysNvfp4Only) {
   EXPECT_TRUE(std::any_of(keys.begin(), keys.end(), [](const cuda::FastKey& k) { return k.col_same; }));
 }
 
+// The per-tensor rows kernels come in two (FastKey::one_launch): with the one-launch amax compiled
+// in and without. Both are among the dispatcher's keys, distinct in text, name and packing; no
+// other kernel has the bit.
+TEST(JitCompile, OneLaunchTwinsKeyedApart) {
+  const auto keys = all_keys();
+  int twins = 0;
+  for (const auto& k : keys) {
+    if (k.one_launch) {
+      EXPECT_TRUE(cuda::one_launch_capable(k)) << key_text(k);
+      continue;
+    }
+    if (!cuda::one_launch_capable(k)) continue;
+    cuda::FastKey t = k;
+    t.one_launch = true;
+    EXPECT_TRUE(std::find(keys.begin(), keys.end(), t) != keys.end()) << key_text(k);
+    EXPECT_NE(key_text(t), key_text(k));
+    EXPECT_NE(kernel_source(t), kernel_source(k));
+    EXPECT_NE(kernel_source(t).find(", 0, false, true>>"), std::string::npos) << kernel_source(t);
+    EXPECT_NE(pack_key(t, 90, 0), pack_key(k, 90, 0));
+    ++twins;
+  }
+  EXPECT_GE(twins, 6);  // fp8_tensor (2 elements) and NVFP4, 3 input dtypes
+  std::printf("%zu keys, %d of them per-tensor rows kernels with a one-launch twin\n", keys.size(), twins);
+}
+
 TEST(JitCompile, PackedKeysSeparateArchAndDevice) {
   const cuda::FastKey k = all_keys().front();
   EXPECT_NE(pack_key(k, 90, 0), pack_key(k, 100, 0));
