@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cuda/quantize/fast_key.h"
 #include "mxq/dtype.hpp"
@@ -49,6 +50,17 @@ inline std::optional<FastKey> fast_key_for(const Recipe& rc, DType dtype, std::s
     return std::nullopt;
   }
   return k;
+}
+
+// The kernels a call keyed `k` may run: k, and for a per-tensor rows kernel its one-launch twin
+// (FastKey::one_launch), which the dispatcher picks for small calls. What a warm-up compiles.
+inline std::vector<FastKey> with_one_launch_twin(FastKey k) {
+  std::vector<FastKey> v{k};
+  if (one_launch_capable(k) && !k.one_launch) {
+    k.one_launch = true;
+    v.push_back(k);
+  }
+  return v;
 }
 
 }  // namespace mxq::cuda

@@ -151,7 +151,8 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
         if (!k) continue;
         ++found;
         k->fuse = fuse;
-        if (std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
+        for (const cuda::FastKey& v : cuda::with_one_launch_twin(*k))
+          if (std::find(keys.begin(), keys.end(), v) == keys.end()) keys.push_back(v);
       }
       // asked for by name: compiling nothing for it would leave its calls to a fallback unseen
       if (found == 0)

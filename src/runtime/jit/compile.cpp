@@ -307,14 +307,10 @@ std::vector<cuda::FastKey> all_keys() {
           }
           for (DType d : {DType::float32, DType::float16, DType::bfloat16}) {
             std::string why;
-            auto k = cuda::fast_key_for(r, d, why);
+            const auto k = cuda::fast_key_for(r, d, why);
             if (!k) continue;
-            // with its one-launch twin where the dispatcher may pick it (FastKey::one_launch)
-            for (bool one : {false, true}) {
-              if (one && !cuda::one_launch_capable(*k)) break;
-              k->one_launch = one;
-              if (std::find(keys.begin(), keys.end(), *k) == keys.end()) keys.push_back(*k);
-            }
+            for (const cuda::FastKey& v : cuda::with_one_launch_twin(*k))  // the dispatcher's variants
+              if (std::find(keys.begin(), keys.end(), v) == keys.end()) keys.push_back(v);
           }
         }
   return keys;
