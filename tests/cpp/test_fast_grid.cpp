@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cuda/quantize/fast_launch.hpp"
-#include "mxq/error.hpp"
 #include "mxq/numerics/activations.h"
 #include "runtime/jit/compile.hpp"
 
@@ -93,7 +92,7 @@ TEST(FastGrid, TallTransposedFp4ColumnBlocksWalkTwoRowTiles) {
       EXPECT_EQ(tiles_of_busiest_cta(fast_grid(k, rows, cols, kSms, kBlocksPerSm, false), tiles_y), 3)
           << "same-shape " << runtime::jit::key_text(k) << " rows " << rows;
       // the launch keeps the choice: its long CTAs walk as many tiles
-      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, false, true, false, 0);
+      const FastLaunch l = fast_launch_shape(k, rows, cols, kSms, kBlocksPerSm, true, false, 0);
       EXPECT_EQ(tiles_of_busiest_cta(dim3(l.grid.x, unsigned(l.long_ctas)), tiles_y - (l.grid.y - l.long_ctas)), want);
     }
     FastKey swizzled = k, f16 = k;
@@ -144,7 +143,7 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
     for (const int64_t rows : {int64_t(4096), int64_t(8192), int64_t(32768), int64_t(g.tile_rows) * 1001 - 3}) {
       const int64_t tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
       const dim3 plain = fast_grid(key, rows, 7168, kSms, kBlocksPerSm);
-      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm, false, false, false, 0);
+      const FastLaunch l = fast_launch_shape(key, rows, 7168, kSms, kBlocksPerSm, false, false, 0);
       ASSERT_GT(l.long_ctas, 0) << runtime::jit::key_text(key) << " rows " << rows;
       EXPECT_EQ(l.grid.x, plain.x);
       const int64_t wave_rows = kSms * kBlocksPerSm / plain.x;
@@ -166,12 +165,12 @@ TEST(FastGrid, MultiTileKernelsEndOnAWaveOfOneTileCtas) {
   const FastKey fused =
       rows_key(num::Scheme::mx, num::ElemFormat::e2m1, 32, fuse_bits(int(num::Activation::silu), false, false));
   for (const FastKey& key : {mxfp8, fused, nv2d}) {
-    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm, false, false, false, 0);
+    const FastLaunch l = fast_launch_shape(key, 8192, 7168, kSms, kBlocksPerSm, false, false, 0);
     EXPECT_EQ(l.long_ctas, 0) << runtime::jit::key_text(key);
     EXPECT_EQ(l.grid.y, fast_grid(key, 8192, 7168, kSms, kBlocksPerSm).y);
   }
   EXPECT_EQ(fast_launch_shape(rows_key(num::Scheme::nvfp4, num::ElemFormat::e2m1, 16), 64, 7168, kSms, kBlocksPerSm,
-                              false, false, false, 0)
+                              false, false, 0)
                 .long_ctas,
             0);
 }
@@ -350,7 +349,7 @@ TEST(FastGrid, TallTestShapesMakeEveryCtaWalkSeveralTiles) {
     // the plain ones end on one-tile CTAs (FastLaunch) at the occupancy their register budget
     // gives, which the GPU test then covers too
     if (!c.key.fuse && c.key.shape != FastShape::two_d) {
-      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks, false, false, false, 0).long_ctas, 0)
+      EXPECT_GT(fast_launch_shape(c.key, c.rows, c.cols, kSms, g.min_blocks, false, false, 0).long_ctas, 0)
           << runtime::jit::key_text(c.key);
     }
     // and a partial last tile
@@ -433,7 +432,7 @@ TEST(FastGrid, FusedRowColKernelsLaunchFlat) {
                        {256, 7168, 2, 0, 0}, {300, 1024, 2, 0, 0}, {8192, 64, 2, 0, 0}}) {
     const int64_t gx = (c.cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (c.rows + g.tile_rows - 1) / g.tile_rows;
     const int64_t total = gx * tiles_y, want = c.ctas ? c.ctas : total;
-    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps, false, true, false, 0);
+    const FastLaunch l = fast_launch_shape(dgelu, c.rows, c.cols, kSms, c.bps, true, false, 0);
     const dim3 two_d = fast_grid(dgelu, c.rows, c.cols, kSms, c.bps, true);
     EXPECT_EQ(l.flat_col_tiles, gx) << c.rows << " x " << c.cols;
     EXPECT_EQ(int64_t(l.grid.x), want) << c.rows << " x " << c.cols;
@@ -518,7 +517,7 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
       const int64_t gx = (cols + g.tile_cols - 1) / g.tile_cols, tiles_y = (rows + g.tile_rows - 1) / g.tile_rows;
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
       expect_one_launch_grid(*grid, gx, tiles_y, kOneLaunchCtas);
-      const FastLaunch l = fast_launch_shape(one_launch_twin(k), rows, cols, kSms, kBlocksPerSm, true, false, false, 0);
+      const FastLaunch l = fast_launch_shape(one_launch_twin(k), rows, cols, kSms, kBlocksPerSm, false, false, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
       EXPECT_EQ(l.cluster.x, grid->x);
@@ -537,13 +536,12 @@ TEST(FastGrid, SmallPerTensorCallsAreOneClusterOfAtMost16Ctas) {
     // two row tiles per CTA at most: the two the kernel's amax pass loads (fast.cuh)
     EXPECT_EQ(cluster_amax_grid(k, 32, 7168).has_value(), g.tile_rows >= 8);  // 4 x 7 tiles of 16-bit input
     EXPECT_EQ(cluster_amax_grid(k, 264, 512).has_value(), false);             // 33 x 1 tiles for 16 CTAs
-    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0).cluster.x,
+    EXPECT_EQ(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, 0).cluster.x,
               0u);  // no cluster otherwise
-    // a one-launch call runs the kernel keyed for it (FastKey::one_launch), and only such a call
+    // the grid follows the kernel: one cluster for the twin keyed one_launch, none without it
     EXPECT_TRUE(fast_key_valid(one_launch_twin(k)));
-    EXPECT_THROW(fast_launch_shape(k, 64, 7168, kSms, kBlocksPerSm, true, false, false, 0), mxq::Error);
-    EXPECT_THROW(fast_launch_shape(one_launch_twin(k), 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0),
-                 mxq::Error);
+    EXPECT_EQ(fast_launch_shape(k, 16, 7168, kSms, kBlocksPerSm, false, false, 0).cluster.x, 0u);
+    EXPECT_GT(fast_launch_shape(one_launch_twin(k), 16, 7168, kSms, kBlocksPerSm, false, false, 0).cluster.x, 0u);
   }
   // no other kernel has the one-launch code
   EXPECT_FALSE(fast_key_valid(one_launch_twin(rows_key(S::mx, E::e4m3fn, 32))));
@@ -586,7 +584,7 @@ TEST(FastGrid, GridExchangeHoldsACtaPerSmAndWordAtMostAndTwoTilesEach) {
       ASSERT_TRUE(grid.has_value()) << rows << "x" << cols;
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
       expect_one_launch_grid(*grid, gx, tiles_y, kSms);
-      const FastLaunch l = fast_launch_shape(one_launch_twin(k), rows, cols, kSms, kBlocksPerSm, true, false, true, 0);
+      const FastLaunch l = fast_launch_shape(one_launch_twin(k), rows, cols, kSms, kBlocksPerSm, false, true, 0);
       EXPECT_EQ(l.grid.x, grid->x);
       EXPECT_EQ(l.grid.y, grid->y);
       EXPECT_EQ(l.cluster.x, 0u);
@@ -623,7 +621,7 @@ TEST(FastGrid, GridExchangeHoldsACtaPerSmAndWordAtMostAndTwoTilesEach) {
         EXPECT_LE(int64_t(all->x) * all->y, std::min(sms, kGridAmaxSlots));
       }
     }
-    EXPECT_FALSE(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, false, 0).cooperative);
+    EXPECT_FALSE(fast_launch_shape(k, 4096, 7168, kSms, kBlocksPerSm, false, false, 0).cooperative);
   }
   EXPECT_FALSE(grid_amax_grid(rows_key(S::mx, E::e4m3fn, 32), 128, 7168, kSms).has_value());
   const FastKey fused = rows_key(S::fp8_tensor, E::e4m3fn, 8, fuse_bits(int(num::Activation::silu), false, false));

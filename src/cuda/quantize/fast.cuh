@@ -1369,9 +1369,11 @@ struct RingLoad : Pick<C::kTransform, FusedLoad<C>, PlainLoad<C>>::type {
   }
 };
 
-// The one-launch amax of a small fp8_tensor / NVFP4 input (TileParams::cluster_amax): the rows
-// kernels of those recipes keyed FastKey::one_launch, whose grid is then one cluster
-// (cluster_amax_grid) or the grid exchange's.
+// The one-launch amax of a small fp8_tensor / NVFP4 input: the rows kernels of those recipes keyed
+// FastKey::one_launch, whose grid is one cluster (cluster_amax_grid) or, with
+// TileParams::grid_amax, the grid exchange's. Each CTA takes the amax of its one or two row tiles
+// and shares it, then quantizes them (the tiles come again from L2): `amax` is not read and
+// amax_canonical is written.
 template <class C>
 inline constexpr bool kClusterAmax = C::kKey.one_launch;
 // The plain per-tensor rows kernels, with or without it, may load their first tile before the
@@ -1563,7 +1565,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     ActTable<C>::fill(p.act_table_src);
   }
   if constexpr (kClusterAmax<C>) {
-    if (p.cluster_amax && !p.grid_amax) cluster_amax_open();  // reads no global memory either
+    if (!p.grid_amax) cluster_amax_open();  // reads no global memory either
   }
   // launched with programmatic dependent launch (cuda/pdl.cuh); the second pass of a per-tensor
   // call waits after its first tile's loads (TileParams::early_loads)
@@ -1575,22 +1577,19 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   if constexpr (C::kFused) {
     if (p.noop && *p.noop != 0.0f) return;  // a device flag: usable inside CUDA graphs
   }
-  // One launch for both passes of a small per-tensor call: the amax (cluster_amax_bits of the
-  // CTA's one or two row tiles, tile_amax_bits), then the rule from it. `one_launch` is uniform
-  // over the grid, so every CTA takes part in the exchange (the cluster's, opened above, or the
-  // grid's) exactly once.
-  bool one_launch = false;
+  // One launch for both passes of a small per-tensor call (the kernel keyed one_launch): the amax
+  // (cluster_amax_bits of the CTA's one or two row tiles, tile_amax_bits), then the rule from it.
+  // Every CTA takes part in the exchange (the cluster's, opened above, or the grid's) exactly once.
   uint32_t amax_bits = 0;
   auto take_amax = [&](auto local_max) {
-    if constexpr (kClusterAmax<C>) {
-      one_launch = p.cluster_amax;
-      if (one_launch)
-        amax_bits = p.grid_amax ? grid_amax_bits<C>(local_max(), p.grid_amax) : cluster_amax_bits<C>(local_max());
-    }
+    if constexpr (kClusterAmax<C>)
+      amax_bits = p.grid_amax ? grid_amax_bits<C>(local_max(), p.grid_amax) : cluster_amax_bits<C>(local_max());
   };
   auto rule_for_launch = [&] {
-    return one_launch ? prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); })
-                      : prepare_rule(p, C::kElem);
+    if constexpr (kClusterAmax<C>)
+      return prepare_rule_with(p, C::kElem, [&] { return __uint_as_float(amax_bits); });
+    else
+      return prepare_rule(p, C::kElem);
   };
 
   // The row tiles of this CTA: blockIdx.y, + gridDim.y, ... to the end; or, with a short tail

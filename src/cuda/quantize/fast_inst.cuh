@@ -13,13 +13,11 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
   constexpr int kSmem = C::kGeo.slot_bytes;
   int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (kSmem > 0 || p.cluster_amax) {
-    if constexpr (kSmem > 0) {
-      if (const cudaError_t e = allow_dynamic_smem<fast_quantize_kernel<C>>(device, kSmem); e != cudaSuccess) return e;
-    }
-    if (p.cluster_amax) {
-      if (const cudaError_t e = allow_large_clusters<fast_quantize_kernel<C>>(device); e != cudaSuccess) return e;
-    }
+  if constexpr (kSmem > 0) {
+    if (const cudaError_t e = allow_dynamic_smem<fast_quantize_kernel<C>>(device, kSmem); e != cudaSuccess) return e;
+  }
+  if constexpr (C::kKey.one_launch) {  // its one cluster may be 16 CTAs (cluster_amax_grid)
+    if (const cudaError_t e = allow_large_clusters<fast_quantize_kernel<C>>(device); e != cudaSuccess) return e;
   }
   static const int blocks_per_sm = [] {  // the occupancy the compiled kernel reaches
     int n = 0;
@@ -29,8 +27,8 @@ cudaError_t launch(int64_t rows, int64_t cols, int sms, cudaStream_t stream, con
     }
     return n > 0 ? n : C::kMinBlocks;
   }();
-  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.cluster_amax,
-                                         p.col && p.col_transposed, p.grid_amax != nullptr, dram_gbps(device));
+  const FastLaunch l = fast_launch_shape(C::kKey, rows, cols, sms, blocks_per_sm, p.col && p.col_transposed,
+                                         p.grid_amax != nullptr, dram_gbps(device));
   TileParams params = p;
   set_act_table(params, C::kKey, stream);
   params.long_ctas = l.long_ctas;

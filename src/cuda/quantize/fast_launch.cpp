@@ -261,11 +261,8 @@ bool launch_pdl(const FastLaunch& l, int device) {
 }
 
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch, bool col_transposed, bool grid_exchange, int64_t dram_gbps) {
-  // the kernel without the exchange would quantize with a stale amax, one with it would wait forever
-  if (one_launch != key.one_launch)
-    fail(ErrorCode::internal, std::string("fast_launch_shape: a ") + (one_launch ? "one-launch" : "two-pass") +
-                                  " call for a kernel keyed one_launch=" + (key.one_launch ? "true" : "false"));
+                             bool col_transposed, bool grid_exchange, int64_t dram_gbps) {
+  const bool one_launch = key.one_launch;
   if (one_launch && grid_exchange) {
     const std::optional<dim3> g = grid_amax_grid(key, rows, cols, sms);
     if (!g) fail(ErrorCode::internal, "fast_launch_shape: a grid exchange for a call that grid_amax_grid refuses");

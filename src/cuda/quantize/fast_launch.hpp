@@ -36,7 +36,7 @@ dim3 fast_grid(const FastKey& key, int64_t rows, int64_t cols, int sms, int bloc
 struct FastLaunch {
   dim3 grid;
   int long_ctas;               // 0: fast_grid's strided walk alone
-  dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (TileParams::cluster_amax)
+  dim3 cluster = dim3(0u);     // cluster_x 0: no clusters; else the whole grid (FastKey::one_launch)
   int flat_col_tiles = 0;      // TileParams::flat_*: 0, or a flat grid's column tiles ...
   int flat_band = 0;           // ... and row tiles per band (fast_key.h FlatGrid)
   bool cooperative = false;    // every CTA resident at once (the grid exchange, TileParams::grid_amax)
@@ -52,13 +52,12 @@ struct FastLaunch {
 // copy at 8192 x 7168 but 0.706 -> 0.681 at 32768 x 7168. A band holds at least kFlatBandMinShare
 // tiles per CTA (narrow tensors: fewer, taller bands).
 inline constexpr int64_t kFlatBandRows = 8192, kFlatBandMinShare = 4;
-// `one_launch`: the call takes its amax in the kernel (TileParams::cluster_amax): the grid is
-// cluster_amax_grid's, one cluster. `col_transposed` as for fast_grid: the launchers pass both
-// from their TileParams (no defaults, so that none can forget the column form).
-// `grid_exchange` (with one_launch): the grid is grid_amax_grid's on `sms` SMs, launched
-// cooperatively (TileParams::grid_amax).
+// A kernel keyed FastKey::one_launch takes the call's amax itself: the grid is cluster_amax_grid's,
+// one cluster, or with `grid_exchange` grid_amax_grid's on `sms` SMs, launched cooperatively
+// (TileParams::grid_amax). `col_transposed` as for fast_grid: the launchers pass both from their
+// TileParams (no defaults, so that none can forget the column form).
 FastLaunch fast_launch_shape(const FastKey& key, int64_t rows, int64_t cols, int sms, int blocks_per_sm,
-                             bool one_launch, bool col_transposed, bool grid_exchange, int64_t dram_gbps);
+                             bool col_transposed, bool grid_exchange, int64_t dram_gbps);
 
 // The per-tensor recipes' two passes (amax, then cast) in one launch, for small inputs: the
 // kernels one_launch_capable takes (fast_key.h), at most kOneLaunchMaxElements elements,

@@ -260,7 +260,6 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   p.dbias = opt.dbias;
   p.noop = opt.noop;
   p.amax_out = fused_amax ? static_cast<unsigned*>(out.amax.data) : nullptr;
-  p.cluster_amax = one_launch;
   p.grid_amax = grid_slot;
 
   // Scale padding must read as zero: the memset only where this shape leaves padding in its layout

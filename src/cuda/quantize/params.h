@@ -46,11 +46,6 @@ struct TileParams {
   // Fused column-block kernels (fast.cuh kFlatWalk), whose grids are always flat (FastLaunch):
   // the column tiles and the row tiles of a band (fast_key.h FlatGrid).
   int flat_col_tiles, flat_band;
-  // fp8_tensor / NVFP4 rows kernels over a small input (cluster_amax_grid, fast_launch.hpp): the
-  // grid is one cluster, each of whose CTAs takes the amax of its one or two row tiles, shares it
-  // through distributed shared memory, then quantizes them (the tiles come again from L2), in one
-  // launch. `amax` is then not read and amax_canonical is written.
-  bool cluster_amax;
   // The fused function's bf16 table in global memory (device_act_table), or null: each CTA of a
   // kernel that looks the function up (fast_key.h act_table_capable) computes it (fast.cuh ActTable::fill). Last:
   // inserted before the fields above, the shifted offsets made ptxas spill 16 bytes in the bf16 MXFP8 row+col geglu

@@ -8,7 +8,7 @@
 
 namespace mxq::cuda {
 
-// `amax()` gives the tensor amax: the one the kernel computed (TileParams::cluster_amax) or the
+// `amax()` gives the tensor amax: the one the kernel computed (FastKey::one_launch) or the
 // one in p.amax (the amax kernel's, or a caller-given one); block (0, 0) writes it to
 // amax_canonical.
 template <class Amax>

@@ -190,8 +190,8 @@ void launch(const cuda::FastKey& key, int device, int64_t rows, int64_t cols, in
   const Loaded& k = loaded(key, device);
   const cuda::FastGeometry g = cuda::fast_geometry(key);
   const cuda::FastLaunch shape =
-      cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm, p.cluster_amax, p.col && p.col_transposed,
-                              p.grid_amax != nullptr, cuda::dram_gbps(device));
+      cuda::fast_launch_shape(key, rows, cols, sms, k.blocks_per_sm, p.col && p.col_transposed, p.grid_amax != nullptr,
+                              cuda::dram_gbps(device));
   const dim3 grid = shape.grid;
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid.x;
