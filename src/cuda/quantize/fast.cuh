@@ -1476,20 +1476,6 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
   return lane_max<32>(m);
 }
 
-// The CTA's own word of the grid exchange (below), which thread 0 reads as soon as the programmatic
-// wait is past (the launch before on the same words has written them): its parity is then on hand
-// when the CTA's maximum is, not one more L2 round trip on the exchange's chain (0.13-0.26 us of
-// ~3-4 at 64-128 x 7168 on an H100, bench/NOTES.md v32). The other threads get 0.
-__device__ __forceinline__ unsigned grid_amax_own_word(const unsigned* words) {
-  unsigned own = 0;
-  if (threadIdx.x == 0)
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                 : "=r"(own)
-                 : "l"(words + blockIdx.y * gridDim.x + blockIdx.x)
-                 : "memory");
-  return own;
-}
-
 // The same exchange for a grid larger than a cluster (TileParams::grid_amax: every CTA of the
 // grid resident at once, a cooperative launch), through kGridAmaxSlots words of global memory, one
 // per CTA: CTA i stores its maximum (fp32 abs bits, so bit 31 is free) into word i with bit 31 the
@@ -1504,10 +1490,9 @@ __device__ __forceinline__ unsigned grid_amax_own_word(const unsigned* words) {
 // by two launches at once (which the host's slots rule out, save a captured graph run concurrently
 // with itself, or a foreign kernel between two calls that is launched with PDL and never waits:
 // grid_amax_slot) give a maximum drawn from both inputs or a wait that never ends,
-// which traps after 10 s by %globaltimer rather than hang the stream. `own` is thread 0's
-// grid_amax_own_word.
+// which traps after 10 s by %globaltimer rather than hang the stream.
 template <class C>
-__device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words, unsigned own) {
+__device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
   constexpr unsigned kFlag = 0x80000000u;
   AmaxExchange& x = amax_exchange();
@@ -1515,6 +1500,8 @@ __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words, unsigned own) {
   if (threadIdx.x < 32) {
     const unsigned lane = threadIdx.x, ctas = gridDim.x * gridDim.y, cta = blockIdx.y * gridDim.x + blockIdx.x;
     if (ctas > unsigned(kGridAmaxSlots)) __trap();  // grid_amax_grid's cap
+    unsigned own = 0;
+    if (lane == 0) asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(own) : "l"(words + cta) : "memory");
     const unsigned parity = ~__shfl_sync(0xffffffffu, own, 0) & kFlag;
     if (lane == 0) {
       const unsigned c = cta_max_of_warps<C>();
@@ -1594,16 +1581,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   // (cluster_amax_bits of the CTA's one or two row tiles, tile_amax_bits), then the rule from it.
   // Every CTA takes part in the exchange (the cluster's, opened above, or the grid's) exactly once.
   uint32_t amax_bits = 0;
-  unsigned own_word = 0;  // the grid exchange's, read early (read_own_word)
-  auto read_own_word = [&] {
-    if constexpr (kClusterAmax<C>) {
-      if (p.grid_amax) own_word = grid_amax_own_word(p.grid_amax);
-    }
-  };
   auto take_amax = [&](auto local_max) {
     if constexpr (kClusterAmax<C>)
-      amax_bits =
-          p.grid_amax ? grid_amax_bits<C>(local_max(), p.grid_amax, own_word) : cluster_amax_bits<C>(local_max());
+      amax_bits = p.grid_amax ? grid_amax_bits<C>(local_max(), p.grid_amax) : cluster_amax_bits<C>(local_max());
   };
   auto rule_for_launch = [&] {
     if constexpr (kClusterAmax<C>)
@@ -1667,7 +1647,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
   const int64_t r0 = int64_t(first) * C::kTileRows + lane_row;
   if (int64_t(first) * C::kTileRows >= p.rows) {
     if (early) pdl_begin();
-    read_own_word();
     take_amax([] { return 0u; });
     rule_for_launch();  // block (0, 0) of an empty launch still publishes the global scale
     return;
@@ -1693,7 +1672,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fast_quantize_kern
     a.load(at.src(0));
   }
   if (early) pdl_begin();  // the amax, the scales and the outputs only after it
-  read_own_word();         // in flight while the tiles' maximum is taken
   if constexpr (kClusterAmax<C>) {
     // both tiles read again for the amax (tile_amax_bits): the first one's lines are in flight
     // already, the second's are L2 hits when the loop loads them while quantizing the first
