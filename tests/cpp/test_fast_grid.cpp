@@ -24,11 +24,6 @@ constexpr int64_t kH100Gbps = 3352, kH200Gbps = 4915;  // cuda::dram_gbps of an 
 FastKey rows_key(num::Scheme s, num::ElemFormat e, int g, int fuse = 0) {
   return FastKey{2, s, e, FastShape::rows, g, 1, num::ScaleLayout::row_major, num::ScaleLayout::row_major, fuse};
 }
-// The same kernel with the one-launch amax compiled in (FastKey::one_launch)
-FastKey one_launch_twin(FastKey k) {
-  k.one_launch = true;
-  return k;
-}
 
 // Row tiles a CTA walks: ty, ty + grid.y, ... (fast_quantize_kernel's loop).
 int64_t tiles_of_busiest_cta(const dim3& grid, int64_t tiles_y) { return (tiles_y + grid.y - 1) / grid.y; }

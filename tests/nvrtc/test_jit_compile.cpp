@@ -90,8 +90,7 @@ TEST(JitCompile, OneLaunchTwinsKeyedApart) {
       continue;
     }
     if (!cuda::one_launch_capable(k)) continue;
-    cuda::FastKey t = k;
-    t.one_launch = true;
+    const cuda::FastKey t = cuda::one_launch_twin(k);
     EXPECT_TRUE(std::find(keys.begin(), keys.end(), t) != keys.end()) << key_text(k);
     EXPECT_NE(key_text(t), key_text(k));
     EXPECT_NE(kernel_source(t), kernel_source(k));

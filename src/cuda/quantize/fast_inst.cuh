@@ -47,19 +47,19 @@ struct Entry {
   Launch fn;
 };
 
-#define MXQ_FAST(SCHEME, ELEM, SHAPE, G, H, ROWL, COLL)                                                   \
-  Entry {                                                                                                 \
-    FastKey{MXQ_INPUT_DTYPE, S::SCHEME, E::ELEM, FastShape::SHAPE, G, H, L::ROWL, L::COLL},              \
-        &launch<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::SHAPE, G, H, L::ROWL, L::COLL>> \
-  }
+// An entry's key is its kernel's (FastConfig::kKey), never spelled twice.
+template <class C>
+constexpr Entry entry() {
+  return Entry{C::kKey, &launch<C>};
+}
+#define MXQ_FAST(SCHEME, ELEM, SHAPE, G, H, ROWL, COLL) \
+  entry<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::SHAPE, G, H, L::ROWL, L::COLL>>()
 // A per-tensor rows kernel (one_launch_capable) and its twin that takes the amax itself
 // (FastKey::one_launch): the dispatcher picks either for any call the first one serves.
-#define MXQ_FAST_PER_TENSOR(SCHEME, ELEM, G, ROWL)                                                               \
-  MXQ_FAST(SCHEME, ELEM, rows, G, 1, ROWL, row_major), Entry {                                                   \
-    FastKey{MXQ_INPUT_DTYPE, S::SCHEME, E::ELEM, FastShape::rows, G, 1, L::ROWL, L::row_major, 0, false, true},  \
-        &launch<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::rows, G, 1, L::ROWL, L::row_major, 0, \
-                           false, true>>                                                                         \
-  }
+#define MXQ_FAST_PER_TENSOR(SCHEME, ELEM, G, ROWL)                                                                  \
+  MXQ_FAST(SCHEME, ELEM, rows, G, 1, ROWL, row_major),                                                              \
+      entry<FastConfig<MXQ_INPUT_DTYPE, E::ELEM, S::SCHEME, FastShape::rows, G, 1, L::ROWL, L::row_major, 0, false, \
+                       true>>()
 
 constexpr Entry kTable[] = {
     MXQ_FAST_PER_TENSOR(fp8_tensor, e4m3fn, 8, row_major),
@@ -94,10 +94,8 @@ constexpr Entry kTable[] = {
 // launch its twin: every such kernel has one.
 constexpr bool per_tensor_twins() {
   for (const Entry& e : kTable) {
-    FastKey twin = e.key;
-    twin.one_launch = true;
     bool found = !one_launch_capable(e.key) || e.key.one_launch;
-    for (const Entry& f : kTable) found = found || f.key == twin;
+    for (const Entry& f : kTable) found = found || f.key == one_launch_twin(e.key);
     if (!found) return false;
   }
   return true;

@@ -25,7 +25,8 @@ struct FastKey {
   // kernel with it, the same-shape form measured 8% slower (bench/NOTES.md v20).
   bool col_same = false;
   // Per-tensor rows kernels only (one_launch_capable): the kernel that takes a small call's amax
-  // itself, in one launch with the cast (TileParams::cluster_amax: a cluster or the grid exchange).
+  // itself, in one launch with the cast (fast_launch.hpp: one cluster, or the grid exchange of
+  // TileParams::grid_amax).
   // Calls with the amax given, and the cast after an amax kernel, run the kernel without that code:
   // compiled in, it cost them 0.1-0.7 us (H100, bench/NOTES.md v31: fp8_tensor 1024 x 7168 with
   // the amax given 4.72 -> 4.05 us, 512 x 7168 3.20 -> 2.72).
@@ -130,11 +131,16 @@ constexpr bool act_table_capable(const FastKey& k) {
 constexpr int compute_dtype(const FastKey& k) { return transforms(k) ? 0 : k.dtype; }
 
 // Whether a kernel can take a per-tensor call's amax itself, in one launch with the cast
-// (TileParams::cluster_amax, fast_launch.hpp cluster_amax_grid): the rows kernels of fp8_tensor
+// (FastKey::one_launch, fast_launch.hpp cluster_amax_grid): the rows kernels of fp8_tensor
 // and NVFP4, not fused.
 constexpr bool one_launch_capable(const FastKey& k) {
   const bool per_tensor = k.scheme == num::Scheme::fp8_tensor || k.scheme == num::Scheme::nvfp4;
   return per_tensor && k.shape == FastShape::rows && k.fuse == 0;
+}
+// The same kernel with the one-launch amax compiled in (valid where one_launch_capable).
+constexpr FastKey one_launch_twin(FastKey k) {
+  k.one_launch = true;
+  return k;
 }
 // Such a launch is one cluster of at most kOneLaunchCtas CTAs (a non-portable size above 8),
 // each walking at most kOneLaunchMaxTilesPerCta row tiles (fast_launch.hpp cluster_amax_grid):

@@ -54,13 +54,9 @@ inline std::optional<FastKey> fast_key_for(const Recipe& rc, DType dtype, std::s
 
 // The kernels a call keyed `k` may run: k, and for a per-tensor rows kernel its one-launch twin
 // (FastKey::one_launch), which the dispatcher picks for small calls. What a warm-up compiles.
-inline std::vector<FastKey> with_one_launch_twin(FastKey k) {
-  std::vector<FastKey> v{k};
-  if (one_launch_capable(k) && !k.one_launch) {
-    k.one_launch = true;
-    v.push_back(k);
-  }
-  return v;
+inline std::vector<FastKey> with_one_launch_twin(const FastKey& k) {
+  if (one_launch_capable(k) && !k.one_launch) return {k, one_launch_twin(k)};
+  return {k};
 }
 
 }  // namespace mxq::cuda

@@ -186,7 +186,7 @@ void cuda_quantize(Backend b, const QuantizeCall& call, const QuantizedTensor& o
   const bool one_launch = cluster_launch || grid_slot != nullptr;
   // Only such a call runs the kernel with the exchange compiled in (FastKey::one_launch; the AOT
   // table has both, fast_inst.cuh)
-  if (one_launch) key->one_launch = true;
+  if (one_launch) *key = cuda::one_launch_twin(*key);
   if (path == Path::jit) jit::prepare(*key, x.device.index);
 
   // Buffers zeroed before the kernel (dbias, amax, scale padding): by a kernel launched with PDL
