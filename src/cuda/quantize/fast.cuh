@@ -1491,6 +1491,16 @@ __device__ uint32_t cluster_amax_bits(uint32_t m) {
 // with itself, or a foreign kernel between two calls that is launched with PDL and never waits:
 // grid_amax_slot) give a maximum drawn from both inputs or a wait that never ends,
 // which traps after 10 s by %globaltimer rather than hang the stream.
+// The exchange's word accesses: relaxed at GPU scope (each word has one writer a launch; the
+// parity, not an ordering, tells a reader that a word is this launch's).
+__device__ __forceinline__ unsigned word_load(const unsigned* w) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(w) : "memory");
+  return v;
+}
+__device__ __forceinline__ void word_store(unsigned* w, unsigned v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(w), "r"(v) : "memory");
+}
 template <class C>
 __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
   static_assert(kClusterAmax<C>, "the rows kernels of fp8_tensor and NVFP4");
@@ -1500,17 +1510,15 @@ __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
   if (threadIdx.x < 32) {
     const unsigned lane = threadIdx.x, ctas = gridDim.x * gridDim.y, cta = blockIdx.y * gridDim.x + blockIdx.x;
     if (ctas > unsigned(kGridAmaxSlots)) __trap();  // grid_amax_grid's cap
-    unsigned own = 0;
-    if (lane == 0) asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(own) : "l"(words + cta) : "memory");
+    const unsigned own = lane == 0 ? word_load(words + cta) : 0u;
     const unsigned parity = ~__shfl_sync(0xffffffffu, own, 0) & kFlag;
     if (lane == 0) {
       const unsigned c = cta_max_of_warps<C>();
       if (c & kFlag) __trap();  // not abs bits
-      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(words + cta), "r"(parity | c) : "memory");
+      word_store(words + cta, parity | c);
     }
     if (cta == 0) {  // the words past the grid: the same parity for the next launch
-      for (unsigned i = ctas + lane; i < unsigned(kGridAmaxSlots); i += 32)
-        asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(words + i), "r"(parity) : "memory");
+      for (unsigned i = ctas + lane; i < unsigned(kGridAmaxSlots); i += 32) word_store(words + i, parity);
     }
     uint64_t start = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -1522,8 +1530,7 @@ __device__ uint32_t grid_amax_bits(uint32_t m, unsigned* words) {
       for (int k = 0; k < kGridAmaxSlots / 32; ++k) {  // every word's load in flight at once
         const unsigned i = lane + 32u * unsigned(k);
         if (i < ctas) {
-          unsigned w;
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(w) : "l"(words + i) : "memory");
+          const unsigned w = word_load(words + i);
           stale |= (w ^ parity) & kFlag;
           mx = num::max_u32(mx, w & ~kFlag);
         }

@@ -65,10 +65,11 @@ struct TileParams {
   // Last, as act_table_src above.
   bool early_loads;
   // The one-launch amax of a per-tensor call too large for one cluster (grid_amax_grid,
-  // fast_launch.hpp): in a kernel keyed FastKey::one_launch, a non-null grid_amax is the call's exchange in global
-  // memory (kGridAmaxSlots words, one per CTA, all of one parity between calls: each launch leaves
-  // them so), whose CTAs, all resident at once (a cooperative launch), meet there instead of in a
-  // cluster's shared memory (fast.cuh grid_amax_bits). Last, as act_table_src above.
+  // fast_launch.hpp): in a kernel keyed FastKey::one_launch, a non-null grid_amax is the call's
+  // exchange in global memory (kGridAmaxSlots words, one per CTA, all of one parity between
+  // calls: each launch leaves them so), whose CTAs, all resident at once (a cooperative launch),
+  // meet there instead of in a cluster's shared memory (fast.cuh grid_amax_bits). Last, as
+  // act_table_src above.
   unsigned* grid_amax;
 };
 
