@@ -73,8 +73,8 @@ Backend default_backend();
 void set_strict(bool on);
 bool strict();
 
-// What the calling thread's last quantize / dequantize ran: backend ("cpu", "cuda-aot",
-// "cuda-jit"), kernel (e.g. "fast bf16 mx e4m3fn rows g=32 ..." or "generic tile"), and the
+// What the calling thread's last quantize / dequantize / gemm ran: backend ("cpu", "cuda-aot",
+// "cuda-jit", "cublaslt"), kernel (e.g. "fast bf16 mx e4m3fn rows g=32 ..." or "generic tile"), and the
 // fallback taken, if any ("" when none).
 struct DispatchInfo {
   std::string op, backend, kernel, fallback;
@@ -95,7 +95,9 @@ struct JitCacheInfo {
   std::vector<JitCacheEntry> entries;
 };
 JitCacheInfo jit_cache_info();
-uint64_t jit_cache_clear();  // entries removed from disk
+// Entries removed from disk; a disk cache not in use (refused, read-only: memory-only) is an
+// Error (backend_unavailable) naming the directory and why.
+uint64_t jit_cache_clear();
 
 // Compiles the JIT kernels of `recipes` (all presets and options when empty) for every input
 // dtype; an entry "RECIPE+ACT", "RECIPE+dACT", "RECIPE+dbias" (or several, "mxfp8+dgelu+dbias")

@@ -86,8 +86,9 @@ void mxq_recipe_destroy(mxq_recipe recipe);
 mxq_status mxq_recipe_name(mxq_recipe recipe, char* buf, size_t n, size_t* needed);
 
 /* One buffer of a quantized tensor. `present` is 0 (and the rest zero, dtype "") when the
- * recipe has no such buffer. dtype points into the library's dtype table. rows, cols: the
- * logical shape (FP4 data counts elements; its bytes are half). */
+ * recipe has no such buffer (an empty input's buffers are present, of 0 bytes). dtype points
+ * into the library's dtype table. rows, cols: the logical shape (FP4 data counts elements;
+ * its bytes are half). */
 typedef struct mxq_buffer_spec {
   const char* dtype;
   int64_t rows;
@@ -251,7 +252,7 @@ mxq_status mxq_last_dispatch(char* backend, size_t nb, char* kernel, size_t nk, 
  * off the hot path (e.g. at start-up). Needs no GPU.
  *   recipes, n: n recipe strings ("mxfp8:dir=both", ...); n = 0 compiles every preset and option.
  *   arch:       compute capability, e.g. 90; 0 for the current device's (90 without one).
- *   threads:    compiler threads; 0 for one per core.
+ *   threads:    compiler threads; 0 for one per core, at most one per kernel; negative: an error.
  *   configs:    NULL, or receives the number of kernel configurations now cached.
  * MXQ_ERROR_BACKEND_UNAVAILABLE when the JIT is off (MXQ_JIT=0, no NVRTC, a CPU-only build);
  * MXQ_ERROR_UNSUPPORTED when a configuration failed to compile (the message says which);

@@ -42,7 +42,9 @@ struct Recipe {
   // "mxfp8:dir=both,colform=transposed", "fp8_block_1x128:pow2=1,scale=float8_e8m0fnu".
   static Recipe parse(std::string_view text);
   static std::string preset_names();
-  std::string name() const;  // canonical text that parse() reads back to an equal recipe
+  // Canonical text that parse() reads back to an equal recipe (a rowwise recipe's column_form,
+  // which nothing reads, is left out: it comes back as the preset's).
+  std::string name() const;
 
   // Throws an Error naming the field if the combination is not one FORMATS.md defines.
   void validate() const;

@@ -41,6 +41,7 @@ struct TensorView {
   std::array<int64_t, kMaxDims> strides{};
   Device device{};
 
+  // A (rows, cols) matrix; row_stride in elements, -1 for contiguous rows (cols).
   static TensorView matrix(void* data, DType dtype, int64_t rows, int64_t cols, int64_t row_stride = -1,
                            Device device = {});
   int64_t numel() const;
@@ -58,6 +59,7 @@ struct BufferSpec {
   int64_t rows = 0, cols = 0;  // logical shape (FP4 data: elements; bytes are half)
   int64_t bytes = 0;
   num::ScaleGeometry geometry{};  // scales only
+  bool planned = false;           // the recipe has this buffer (of 0 bytes for an empty input)
   bool present() const { return bytes > 0; }
 };
 

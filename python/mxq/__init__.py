@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -34,7 +35,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _core, _ops
-from ._args import INT32, SIZE, check_bool, check_int, check_str, is_int
+from ._args import INT32, SIZE, check_bool, check_f32, check_int, check_str, is_int
 from ._core import UnsupportedError
 from ._frameworks import CupyFramework, NumpyFramework, framework_of, numpy_storage_dtype, register
 from ._ops import _BUFFERS, BufferSpec, Layout
@@ -80,10 +81,25 @@ class _RecipeBase:
     """Common options; None leaves the preset's default. str() renders the recipe text."""
 
     def __post_init__(self):
+        op = type(self).__name__
         for f in dataclasses.fields(self):  # annotations are text (from __future__ import annotations)
             v = getattr(self, f.name)
-            if f.type in ("bool", "Optional[bool]") and v is not None:
-                object.__setattr__(self, f.name, check_bool(v, type(self).__name__, f.name))
+            if v is None:
+                continue
+            if f.type in ("bool", "Optional[bool]"):
+                object.__setattr__(self, f.name, check_bool(v, op, f.name))
+            elif f.type in ("int", "Optional[int]"):
+                object.__setattr__(self, f.name, check_int(v, op, f.name, "a positive int", INT32))
+            elif f.type in ("float", "Optional[float]"):
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                    raise TypeError(f"{op}: {f.name}={v!r}; expected a real number")
+            elif f.type in ("str", "Optional[str]"):
+                # one option's value: a separator in it would smuggle other options into the text
+                if not isinstance(v, str) or not v or any(c in v for c in ",:= "):
+                    raise (ValueError if isinstance(v, str) else TypeError)(
+                        f"{op}: {f.name}={v!r}; expected one option value, a non-empty str without ',', ':', '=' "
+                        "or spaces")
+        self._preset()  # an unknown preset field (mx("e3m4")) fails here, not at first use
 
     def _preset(self) -> str:
         raise NotImplementedError
@@ -214,6 +230,9 @@ def _load_torch():
 
 def _framework(x, op: str, arg: str):
     """The Framework of x; torch and CuPy support load on first sight of one of their arrays."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{op}: {arg} is a numpy masked array; mxq reads every element and would ignore the mask: "
+                        f"pass {arg}.filled(value) or {arg}.data")
     fw = framework_of(x)
     if fw is not None:
         return fw
@@ -313,15 +332,29 @@ def quantize(x, recipe: RecipeLike, *, amax=None, scale=None, backend: str = "au
     return _make_quantized(_core.recipe_name(text), tuple(int(s) for s in x.shape), activation, bufs)
 
 
-def _dtype_name(dtype, op: str) -> str:
+def _dtype_name(dtype, op: str, arg: str = "dtype", allowed=_ops._INPUT_DTYPES) -> str:
+    """The table name of an output dtype given as a name, a NumPy / ml_dtypes type or a torch
+    dtype; anything else, or a dtype outside `allowed`, is a TypeError naming the argument."""
+    name = None
     if isinstance(dtype, str):
-        name = dtype if dtype in _ops._INPUT_DTYPES else _core.parse_dtype(dtype)
+        name = dtype
+        if name not in allowed:
+            try:
+                _core.parse_dtype(name)
+            except ValueError as e:  # a misspelling: keep the table's suggestion
+                hint = re.search(r"did you mean \w+", str(e))
+                if hint:
+                    raise ValueError(f"{op}: {arg}={dtype!r} is not a dtype name ({hint.group(0)}?)") from None
     elif type(dtype).__module__.split(".")[0] == "torch":
         name = _load_torch()._NAMES.get(dtype, str(dtype))
-    else:
-        name = _NUMPY.dtype_name(np.empty(0, dtype=dtype))
-    if name not in _ops._INPUT_DTYPES:
-        raise TypeError(f"{op}: dtype={dtype!r} is not supported; expected float32, float16 or bfloat16")
+    elif not isinstance(dtype, (bool, int, float)):
+        try:
+            name = _NUMPY.dtype_name(np.empty(0, dtype=dtype))
+        except TypeError:
+            pass
+    if name not in allowed:
+        expected = " or ".join([", ".join(allowed[:-1]), allowed[-1]] if len(allowed) > 1 else allowed)
+        raise TypeError(f"{op}: {arg}={dtype!r} is not supported; expected {expected}")
     return name
 
 
@@ -337,13 +370,16 @@ def _quantized_framework(q: QuantizedTensor, op: str, name: str):
         raise TypeError(f"{op}: {name}.shape={shape!r}; expected a tuple of at least one int (the input's shape)")
     if min(shape) < 0 or q.rows > SIZE[1] or q.cols > SIZE[1]:
         raise ValueError(f"{op}: {name}.shape={tuple(shape)}; expected sizes >= 0, at most 2^63 - 1 rows and columns")
-    first = next((getattr(q, b) for b in _BUFFERS if getattr(q, b) is not None), None)
-    if first is None:
+    present = [b for b in _BUFFERS if getattr(q, b) is not None]
+    if not present:
         raise ValueError(f"{op}: {name} has no buffers")
+    # each an array of a library mxq reads, before its shape is looked at (the first one's library
+    # is q's; buffer_arg refuses a buffer of another)
+    fw = [_framework(getattr(q, b), op, f"{name}.{b}") for b in present][0]
     if q.data is not None and tuple(q.data.shape[:-1]) != tuple(shape[:-1]):
         raise ValueError(f"{op}: {name}.data.shape={tuple(q.data.shape)}; expected {name}.shape's leading "
                          f"dimensions {tuple(shape[:-1])}, then the plan's columns")
-    return _framework(first, op, f"{name}.data")
+    return fw
 
 
 def dequantize(q: QuantizedTensor, *, dtype="float32", columnwise: bool = False, backend: str = "auto"):
@@ -383,8 +419,9 @@ def gemm(a: QuantizedTensor, b: QuantizedTensor, *, alpha: float = 1.0, c=None, 
     block_m = check_int(block_m, "gemm", "block_m", "0, 128 or 256", INT32)
     if isinstance(alpha, (bool, str)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
         raise TypeError(f"gemm: alpha={alpha!r}; expected a real number")
+    check_f32(alpha, "gemm", "alpha")
     check_str(backend, "gemm", "backend", _BACKENDS)
-    out_dtype = _dtype_name(out_dtype, "gemm")  # "float32", "bfloat16", or their numpy / torch types
+    out_dtype = _dtype_name(out_dtype, "gemm", "out_dtype", ("float32", "bfloat16"))  # or their numpy / torch types
     fa = _quantized_framework(a, "gemm", "a")
     fb = _quantized_framework(b, "gemm", "b")
     if fa is not fb:
@@ -453,7 +490,8 @@ class strict:
 
 
 def last_dispatch() -> dict:
-    """What this thread's last quantize / dequantize ran: {"op", "backend", "kernel", "fallback"}."""
+    """What this thread's last quantize, dequantize or gemm ran: {"op", "backend", "kernel",
+    "fallback"}. A call that fails before it reaches a backend leaves the previous record or none."""
     op, backend, kernel, fallback = _core.last_dispatch()
     return {"op": op, "backend": backend, "kernel": kernel, "fallback": fallback}
 
@@ -466,6 +504,10 @@ def jit_warmup(recipes: Sequence[RecipeLike] = (), *, arch: int = 0, threads: in
     generic kernel)."""
     if isinstance(recipes, (str, _RecipeBase)):
         raise TypeError(f"jit_warmup: recipes={str(recipes)!r}; expected a sequence of recipes, e.g. ['mxfp8']")
+    try:
+        recipes = list(recipes)
+    except TypeError:
+        raise TypeError(f"jit_warmup: recipes={recipes!r}; expected a sequence of recipes, e.g. ['mxfp8']") from None
     arch = check_int(arch, "jit_warmup", "arch", "an sm number such as 90, or 0 for the device's", INT32)
     threads = check_int(threads, "jit_warmup", "threads", "0 (one per core) or more", INT32)
     configs, failures = _core.jit_warmup([_recipe_text(r, "jit_warmup") for r in recipes], arch, threads)

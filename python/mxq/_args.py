@@ -9,6 +9,7 @@ import numpy as np
 INT32 = (-2**31, 2**31 - 1)  # a C++ int
 INT64 = (-2**63, 2**63 - 1)  # a C++ int64_t
 SIZE = (0, 2**63 - 1)  # a shape's extent
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_bool(v, op: str, name: str) -> bool:
@@ -38,4 +39,25 @@ def check_int(v, op: str, name: str, expected: str, bounds=INT64) -> int:
 def check_str(v, op: str, name: str, expected: str) -> str:
     if not isinstance(v, str):
         raise TypeError(f"{op}: {name}={v!r}; expected a str ({expected})")
+    return v
+
+
+def check_f32(v, op: str, name: str):
+    """v (a number, or a host array of them) if float32 holds it: a float64 value beyond float32's
+    range would become inf, and a tiny non-zero one 0, and the call would quietly run on that.
+    NaN and Inf pass (the C++ API judges them), as do device arrays (never read on the host)."""
+    if hasattr(v, "__cuda_array_interface__") or type(v).__module__.split(".")[0] == "torch":
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):  # exact, however large
+        bad = abs(v) > _F32_MAX
+    else:
+        a = np.asarray(v)
+        if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and a.dtype.itemsize <= 4):
+            return v
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            wide, narrow = a.astype(np.float64), a.astype(np.float32)
+        bad = bool(((np.isfinite(wide) & ~np.isfinite(narrow)) | ((wide != 0) & (narrow == 0))).any())
+    if bad:
+        raise ValueError(f"{op}: {name}={v!r} is outside float32's range; expected 0 or a magnitude between "
+                         "1.4e-45 and 3.4e+38")
     return v

@@ -12,6 +12,8 @@ from typing import List
 import ml_dtypes
 import numpy as np
 
+from ._args import check_f32
+
 _FP4 = "float4_e2m1fn"
 
 
@@ -59,7 +61,7 @@ def _real(v, op: str, name: str):
         kind = "O"
     if kind not in "biuf":
         raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
-    return v
+    return check_f32(v, op, name)
 
 
 def numpy_storage_dtype(name: str) -> np.dtype:

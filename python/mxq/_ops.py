@@ -152,6 +152,9 @@ def quantize_into(fw, x, text: str, amax, scale, backend: str, activation: str, 
     if activation in _GATED and shape[-1] % 2:
         raise ValueError(f"quantize: activation={activation} reads the last dimension as [a | b]; "
                          f"x.shape[-1]={shape[-1]} must be even")
+    if math.prod(shape) and any(st < 0 for st, n in zip(strides, shape) if n > 1):  # a reversed view
+        raise ValueError(f"quantize: x.strides={tuple(strides)} (elements) has a negative stride; expected rows and "
+                         "elements at increasing addresses (pass a contiguous copy)")
     if shape[-1] > 1 and math.prod(shape) and strides[-1] != 1:  # before the C++ API names x "input"
         raise ValueError(f"quantize: x.strides[{len(shape) - 1}]={strides[-1]} must be 1 (rows may be strided, "
                          "elements within a row must be contiguous)")
@@ -176,6 +179,9 @@ def quantize_into(fw, x, text: str, amax, scale, backend: str, activation: str, 
         if not fw.accepts(act_input):
             raise TypeError(f"quantize: act_input is a {type(act_input).__name__}; expected a {fw.name} array like x")
         act = fw.describe(act_input, "quantize", "act_input")
+        if act[1] not in _INPUT_DTYPES:
+            raise TypeError(f"quantize: act_input.dtype={act[1]} is not supported; expected float32, float16 or "
+                            "bfloat16")
         if act[4] != device:
             raise ValueError(f"quantize: act_input is on device {act[4]}, x on {device}")
     args = [(0, 0) if a is None else (fw.address(a), getattr(layout, b).bytes) for a, b in zip(out, _BUFFERS)]

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from . import _core
+from ._args import check_f32
 from ._frameworks import Framework, register
 
 _NAMES = {
@@ -65,7 +66,10 @@ class TorchFramework(Framework):
         dev = _device(device)
         rows, cols, rs, cs = spec.view
         dt = _DTYPES[spec.dtype]
-        storage = (torch.zeros if zero else torch.empty)(spec.bytes // dt.itemsize, dtype=dt, device=dev)
+        if zero and dt.itemsize == 1:  # zeroed as bytes: torch has had no fill kernel for some 1-byte types (FP4 x2)
+            storage = torch.zeros(spec.bytes, dtype=torch.uint8, device=dev).view(dt)
+        else:
+            storage = (torch.zeros if zero else torch.empty)(spec.bytes // dt.itemsize, dtype=dt, device=dev)
         return storage.as_strided((rows, cols), (rs, cs))
 
     def dense(self, shape, dtype: str, device):
@@ -90,6 +94,7 @@ class TorchFramework(Framework):
             f = float(v)
         except (TypeError, ValueError):
             raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 tensor on the input's device") from None
+        check_f32(v, op, name)
         return torch.tensor([f], dtype=torch.float32, device=_device(device))
 
     def address(self, a) -> int:

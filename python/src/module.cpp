@@ -87,10 +87,10 @@ mxq::QuantizedTensor quantized_of(const mxq::Recipe& r, int64_t rows, int64_t co
   return q;
 }
 
-// A buffer of an empty input has 0 bytes but still exists (an empty array, not None), so
-// presence follows the recipe, as plan() decides it.
-SpecTuple spec_of(const mxq::BufferSpec& s, bool exists, bool scales) {
-  if (!exists) return std::nullopt;
+// A buffer of an empty input has 0 bytes but still exists (an empty array, not None):
+// BufferSpec::planned, not present().
+SpecTuple spec_of(const mxq::BufferSpec& s, bool scales) {
+  if (!s.planned) return std::nullopt;
   // Storage is row-major (rows, cols), FP4 data (rows, cols / 2) bytes.
   const int64_t cols = s.dtype == mxq::DType::float4_e2m1fn ? s.cols / 2 : s.cols;
   ViewTuple view{s.rows, cols, cols, 1};
@@ -184,11 +184,8 @@ NB_MODULE(_core, m) {
       [](const std::string& recipe, int64_t rows, int64_t cols, const std::string& op) {
         const mxq::Recipe r = mxq::Recipe::parse(recipe);
         const mxq::QuantizedLayout L = mxq::plan_for(op.c_str(), r, rows, cols);
-        const bool row = r.has_rowwise(), col = r.has_columnwise(), blocks = !r.is_tensor_scaled();
-        return std::make_tuple(r.name(), spec_of(L.data, row, false), spec_of(L.scales, row && blocks, true),
-                               spec_of(L.col_data, col, false), spec_of(L.col_scales, col && blocks, true),
-                               spec_of(L.global_scale, L.global_scale.present(), false),
-                               spec_of(L.amax, L.amax.present(), false));
+        return std::make_tuple(r.name(), spec_of(L.data, false), spec_of(L.scales, true), spec_of(L.col_data, false),
+                               spec_of(L.col_scales, true), spec_of(L.global_scale, false), spec_of(L.amax, false));
       },
       "recipe"_a, "rows"_a, "cols"_a, "op"_a = "plan",
       "(canonical name, data, scales, col_data, col_scales, global_scale, amax); each spec is "

@@ -13,6 +13,7 @@
 #include "mxq/mxq.hpp"
 #include "runtime/backends.hpp"
 #include "runtime/memory.hpp"
+#include "runtime/settings.hpp"
 
 struct mxq_recipe_t {
   mxq::Recipe recipe;
@@ -193,15 +194,16 @@ const float* scalar_of(const DLTensor* t, const std::string& arg, const Device& 
   return static_cast<const float*>(b.data);
 }
 
-// The C++ description of `quantized` for (recipe, rows, cols) on `device`.
+// The C++ description of the mxq_quantized `q`, named `arg` in messages ("quantized", or the
+// GEMM's "a" and "b"), for (recipe, rows, cols) on `device`; `shape_op` starts a shape error.
 QuantizedTensor quantized_of(const Recipe& recipe, int64_t rows, int64_t cols, const mxq_quantized* q,
-                             const Device& device, const char* device_arg) {
-  if (!q) fail_arg("quantized is NULL; expected an mxq_quantized");
-  const QuantizedLayout L = plan(recipe, rows, cols);
+                             const Device& device, const char* device_arg, const char* arg = "quantized",
+                             const char* shape_op = "plan") {
+  if (!q) fail_arg(std::string(arg) + " is NULL; expected an mxq_quantized");
+  const QuantizedLayout L = plan_for(shape_op, recipe, rows, cols);
   const auto buffer = [&](const DLTensor* t, const char* name, const BufferSpec& spec) {
     // An amax buffer the recipe does not require is still one float32.
-    return buffer_of(t, std::string("quantized.") + name, spec.present() ? spec.dtype : DType::float32, device,
-                     device_arg);
+    return buffer_of(t, std::string(arg) + "." + name, spec.planned ? spec.dtype : DType::float32, device, device_arg);
   };
   QuantizedTensor out;
   out.recipe = recipe;
@@ -218,7 +220,7 @@ QuantizedTensor quantized_of(const Recipe& recipe, int64_t rows, int64_t cols, c
 }
 
 mxq_buffer_spec spec_of(const BufferSpec& s) {
-  if (!s.present()) return {"", 0, 0, 0, 0};
+  if (!s.planned) return {"", 0, 0, 0, 0};  // an empty input's buffers are planned, of 0 bytes
   return {dtype_name(s.dtype), s.rows, s.cols, s.bytes, 1};
 }
 
@@ -295,6 +297,7 @@ void check_struct_size(size_t given, size_t expected, const char* arg, const cha
 mxq_status mxq_quantize(mxq_recipe recipe, const DLTensor* input, const mxq_quantized* quantized,
                         const mxq_quantize_options* options) {
   return guarded("mxq_quantize", [&] {
+    runtime::begin_dispatch();  // first: a call refused here leaves no record of the one before
     const Recipe& r = recipe_of(recipe, "mxq_quantize");
     const TensorView x = matrix_view_of(input, "input");
     const Matrix m = as_matrix(x, "input");
@@ -337,6 +340,7 @@ mxq_status mxq_quantize(mxq_recipe recipe, const DLTensor* input, const mxq_quan
 mxq_status mxq_dequantize(mxq_recipe recipe, const mxq_quantized* quantized, int64_t rows, int64_t cols,
                           DLTensor* output, int columnwise, const mxq_dequantize_options* options) {
   return guarded("mxq_dequantize", [&] {
+    runtime::begin_dispatch();  // first: a call refused here leaves no record of the one before
     const Recipe& r = recipe_of(recipe, "mxq_dequantize");
     const TensorView y = matrix_view_of(output, "output");
     DequantizeOptions opt;
@@ -387,11 +391,12 @@ mxq_status mxq_backend_available(mxq_backend backend, int* available, char* deta
 mxq_status mxq_gemm(mxq_recipe a_recipe, const mxq_quantized* a, int64_t m, int64_t k, mxq_recipe b_recipe,
                     const mxq_quantized* b, int64_t n, DLTensor* d, const mxq_gemm_options* options) {
   return guarded("mxq_gemm", [&] {
+    runtime::begin_dispatch();  // first: a call refused here leaves no record of the one before
     const Recipe& ra = recipe_of(a_recipe, "mxq_gemm");
     const Recipe& rb = recipe_of(b_recipe, "mxq_gemm");
     const TensorView dv = matrix_view_of(d, "d");
-    const QuantizedTensor qa = quantized_of(ra, m, k, a, dv.device, "d");
-    const QuantizedTensor qb = quantized_of(rb, n, k, b, dv.device, "d");
+    const QuantizedTensor qa = quantized_of(ra, m, k, a, dv.device, "d", "a", "mxq_gemm: a (m, k)");
+    const QuantizedTensor qb = quantized_of(rb, n, k, b, dv.device, "d", "b", "mxq_gemm: b (n, k)");
     GemmOptions opt;
     TensorView cv;
     if (options) {

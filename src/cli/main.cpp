@@ -169,7 +169,8 @@ static int run(int argc, char** argv) {
   demo->add_option("--seed", dopt.seed, "random seed")->check(kUint64);
   demo->add_option("--repeats", dopt.repeats, "timed repetitions")->check(kPositiveInt);
   demo->add_option("--recipe", dopt.recipes, "recipes to run (default: all)");
-  demo->add_option("--backend", backend, "auto, cpu, cuda-aot, cuda-jit or cublaslt (gemm)");
+  demo->add_option("--backend", backend,
+                   "auto, cpu, cuda-aot or cuda-jit (the demo quantizes: cublaslt, a GEMM backend, is refused)");
   demo->add_flag("--json", as_json, "machine-readable output");
 
   auto* info = app.add_subcommand("info", "build, backends and why unavailable ones are");
@@ -227,6 +228,7 @@ static int run(int argc, char** argv) {
       ->add_option("--block-m", bblock_m,
                    "GemmOptions::block_m of our wgmma kernel, one run each: 0 (the plan's choice), 128, 256")
       ->delimiter(',')
+      ->allow_extra_args(false)  // one argument, comma-separated: "--block-m 128 256x512x512" leaves the shape
       ->check(CLI::IsMember({0, 128, 256}));
   std::string bkind = "1d2d";
   bgemm->add_option("--kind", bkind, "1d2d (B 128x128 scales) or 1d1d (B 1x128, a weight gradient's)")
@@ -254,6 +256,9 @@ static int run(int argc, char** argv) {
   try {
     if (*demo) {
       dopt.backend = mxq::parse_backend(backend, "--backend");
+      if (dopt.backend == mxq::Backend::cublaslt)
+        mxq::fail_arg(
+            "--backend=cublaslt runs GEMMs only; the demo quantizes: expected auto, cpu, cuda-aot or cuda-jit");
       for (auto [flag, n] : {std::pair{"--rows", dopt.act_rows}, std::pair{"--weight-rows", dopt.weight_rows}})
         if (!mxq::fits_elements(n, dopt.cols))
           throw mxq::Error(mxq::ErrorCode::invalid_argument,
@@ -298,18 +303,28 @@ static int run(int argc, char** argv) {
         return json{{"dtype", mxq::dtype_name(s.dtype)}, {"shape", {s.rows, s.cols}}, {"bytes", s.bytes}};
       };
       json j{{"recipe", r.name()}, {"rows", rows}, {"cols", cols}};
-      if (L.data.present()) j["data"] = spec(L.data);
-      if (L.scales.present()) j["scales"] = spec(L.scales);
-      if (L.col_data.present()) j["col_data"] = spec(L.col_data);
-      if (L.col_scales.present()) j["col_scales"] = spec(L.col_scales);
-      if (L.global_scale.present()) j["global_scale"] = spec(L.global_scale);
-      if (L.amax.present()) j["amax"] = spec(L.amax);
+      if (L.data.planned) j["data"] = spec(L.data);
+      if (L.scales.planned) j["scales"] = spec(L.scales);
+      if (L.col_data.planned) j["col_data"] = spec(L.col_data);
+      if (L.col_scales.planned) j["col_scales"] = spec(L.col_scales);
+      if (L.global_scale.planned) j["global_scale"] = spec(L.global_scale);
+      if (L.amax.planned) j["amax"] = spec(L.amax);
       j["total_bytes"] = L.total_bytes();
       if (as_json) {
         std::cout << j.dump(2) << "\n";
-      } else {
-        std::printf("%s\n", j.dump(2).c_str());
+        return 0;
       }
+      std::printf("%s on %lld x %lld: %lld bytes\n", r.name().c_str(), (long long)rows, (long long)cols,
+                  (long long)L.total_bytes());
+      for (auto [name, s] : {std::pair<const char*, const mxq::BufferSpec*>{"data", &L.data},
+                             {"scales", &L.scales},
+                             {"col_data", &L.col_data},
+                             {"col_scales", &L.col_scales},
+                             {"global_scale", &L.global_scale},
+                             {"amax", &L.amax}})
+        if (s->planned)
+          std::printf("  %-12s %-15s %lld x %lld, %lld bytes\n", name, mxq::dtype_name(s->dtype), (long long)s->rows,
+                      (long long)s->cols, (long long)s->bytes);
       return 0;
     }
   } catch (const mxq::Error& e) {

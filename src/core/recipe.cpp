@@ -166,7 +166,7 @@ std::vector<std::string> diff_options(const Recipe& base, const Recipe& r) {
     static const char* names[] = {"?0", "row", "col", "both"};
     out.push_back("dir=" + pick(names, int(r.direction)));
   }
-  if (r.column_form != base.column_form)
+  if (r.has_columnwise() && r.column_form != base.column_form)  // a rowwise recipe's is read by nothing
     out.push_back(std::string("colform=") + (r.column_form == ColumnForm::transposed ? "transposed" : "same"));
   return out;
 }

@@ -5,7 +5,12 @@
 
 namespace mxq {
 
-std::string Device::str() const { return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
+std::string Device::str() const {
+  // an index is shown wherever it tells devices apart (operator== compares it for the CPU too)
+  if (kind == DeviceKind::cpu) return index == 0 ? "cpu" : "cpu:" + std::to_string(index);
+  return (kind == DeviceKind::cuda ? "cuda:" : "device kind " + std::to_string(int(kind)) + ":") +
+         std::to_string(index);
+}
 
 TensorView TensorView::matrix(void* data, DType dtype, int64_t rows, int64_t cols, int64_t row_stride,
                               Device device) {
@@ -15,7 +20,7 @@ TensorView TensorView::matrix(void* data, DType dtype, int64_t rows, int64_t col
   v.ndim = 2;
   v.shape[0] = rows;
   v.shape[1] = cols;
-  v.strides[0] = row_stride < 0 ? cols : row_stride;
+  v.strides[0] = row_stride == -1 ? cols : row_stride;  // any other negative stride: as_matrix refuses it
   v.strides[1] = 1;
   v.device = device;
   return v;
@@ -43,6 +48,7 @@ BufferSpec scale_spec(const Recipe& r, const num::ScaleGeometry& g) {
   s.dtype = r.scale_dtype();
   s.geometry = g;
   s.bytes = num::scale_storage_units(g) * scale_unit_bytes(r);
+  s.planned = true;
   switch (g.layout) {
     case ScaleLayout::row_major:
       s.rows = g.kb_outer ? g.kb : g.mn;
@@ -89,28 +95,30 @@ QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int
              ") is too large; expected at most 2^48 elements (mxq::kMaxElements)");
   const bool fp4 = recipe.elem == ElemFormat::e2m1;
   if (fp4 && cols % 2 != 0)
-    fail_arg(std::string(op) + ": input.shape[1]=" + std::to_string(cols) +
-             " must be even for float4_e2m1fn (two values per byte), recipe " + recipe.name());
+    fail_arg(std::string(op) + ": input.shape[-1]=" + std::to_string(cols) +
+             " (the columns) must be even for float4_e2m1fn (two values per byte), recipe " + recipe.name());
   if (fp4 && recipe.has_columnwise() && recipe.column_form == ColumnForm::transposed && rows % 2 != 0)
-    fail_arg(std::string(op) + ": input.shape[0]=" + std::to_string(rows) +
-             " must be even for transposed columnwise float4_e2m1fn output (two values per byte), recipe " + recipe.name());
+    fail_arg(std::string(op) + ": the input's rows=" + std::to_string(rows) +
+             " (shape[:-1]'s product) must be even for transposed columnwise float4_e2m1fn output (two values per "
+             "byte), recipe " +
+             recipe.name());
   QuantizedLayout L;
   L.rows = rows;
   L.cols = cols;
   const DType dt = recipe.data_dtype();
   if (recipe.has_rowwise()) {
-    L.data = {dt, rows, cols, dtype_bytes(dt, rows * cols), {}};
+    L.data = {dt, rows, cols, dtype_bytes(dt, rows * cols), {}, true};
     if (!recipe.is_tensor_scaled()) L.scales = scale_spec(recipe, direction_scale_geometry(recipe, rows, cols, false));
   }
   if (recipe.has_columnwise()) {
     const bool tr = recipe.column_form == ColumnForm::transposed;
-    L.col_data = {dt, tr ? cols : rows, tr ? rows : cols, dtype_bytes(dt, rows * cols), {}};
+    L.col_data = {dt, tr ? cols : rows, tr ? rows : cols, dtype_bytes(dt, rows * cols), {}, true};
     if (!recipe.is_tensor_scaled())
       L.col_scales = scale_spec(recipe, direction_scale_geometry(recipe, rows, cols, true));
   }
   if (recipe.has_global_scale()) {
-    L.global_scale = {DType::float32, 1, 1, 4, {}};
-    L.amax = {DType::float32, 1, 1, 4, {}};
+    L.global_scale = {DType::float32, 1, 1, 4, {}, true};
+    L.amax = {DType::float32, 1, 1, 4, {}, true};
   }
   return L;
 }
@@ -145,6 +153,12 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
     m.row_stride = m.cols;
     return m;
   }
+  // Rows at increasing addresses only: a negative stride (a reversed view) is refused by name
+  // before any product of strides is formed (one near -2^63 would overflow it).
+  for (int i = 0; i < v.ndim; ++i)
+    if (v.shape[i] > 1 && v.strides[i] < 0)
+      fail_arg(a + ".strides[" + std::to_string(i) + "]=" + std::to_string(v.strides[i]) +
+               " is negative; expected rows and elements at increasing addresses (pass a contiguous copy)");
   if (m.cols > 1 && v.strides[v.ndim - 1] != 1)
     fail_arg(a + ".strides[" + std::to_string(v.ndim - 1) + "]=" + std::to_string(v.strides[v.ndim - 1]) +
              " must be 1 (rows may be strided, elements within a row must be contiguous)");

@@ -90,7 +90,7 @@ void check_float_pointer(const char* op, const char* what, const float* p) {
 
 QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, const QuantizeOptions& opt) {
   QuantizeCall c;
-  c.x = as_matrix(xv, "input");
+  c.x = as_matrix(xv, "quantize: input");
   if (!is_float_io(c.x.dtype))
     fail_arg(std::string("quantize: input.dtype=") + dtype_name(c.x.dtype) +
              " is not supported; expected float32, float16 or bfloat16");
@@ -109,7 +109,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
     if (opt.activation == num::Activation::none || gated)
       fail_arg(std::string("quantize: options.act_input (the backward pass) needs an elementwise options.activation, "
                            "got ") + activation_name(opt.activation));
-    c.act_input = as_matrix(*opt.act_input, "options.act_input");
+    c.act_input = as_matrix(*opt.act_input, "quantize: options.act_input");
     if (c.act_input.rows != c.x.rows || c.act_input.cols != c.x.cols || !(c.act_input.device == c.x.device) ||
         !is_float_io(c.act_input.dtype))
       fail_arg("quantize: options.act_input (" + std::to_string(c.act_input.rows) + ", " +
@@ -213,7 +213,7 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   GemmCall c;
   c.a_scales = a_scales;
   c.b_scales = b_scales;
-  c.d = as_matrix(dv, "d");
+  c.d = as_matrix(dv, "gemm: d");
   if (c.d.dtype != DType::float32 && c.d.dtype != DType::bfloat16)
     fail_arg(std::string("gemm: d.dtype=") + dtype_name(c.d.dtype) + " is not supported; expected float32 or bfloat16");
   if (c.d.rows != a.rows || c.d.cols != b.rows)
@@ -222,7 +222,7 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   if (!(c.d.device == a.device))
     fail_arg("gemm: d.device=" + c.d.device.str() + " differs from a.device=" + a.device.str());
   if (opt.c) {
-    c.c = as_matrix(*opt.c, "options.c");
+    c.c = as_matrix(*opt.c, "gemm: options.c");
     if (c.c.dtype != DType::float32 || c.c.rows != c.d.rows || c.c.cols != c.d.cols || !(c.c.device == c.d.device))
       fail_arg("gemm: options.c must be float32 (" + std::to_string(c.d.rows) + ", " + std::to_string(c.d.cols) +
                ") on " + c.d.device.str() + ", got " + dtype_name(c.c.dtype) + " (" + std::to_string(c.c.rows) + ", " +
@@ -236,7 +236,7 @@ GemmCall check_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Te
   // but may overlap nothing else.
   Extents ex;
   ex.add("d", c.d, true);
-  const bool c_is_d = c.c.data == c.d.data && c.c.row_stride == c.d.row_stride;
+  const bool c_is_d = c.c.data == c.d.data && c.c.row_stride == c.d.row_stride && c.c.dtype == c.d.dtype;
   if (!c_is_d) ex.add("options.c", c.c, false);
   ex.add("a.data", a.data, la.data, false);
   ex.add("a.scales", a.scales, la.scales, false);
@@ -262,7 +262,7 @@ void check_block_m(int64_t block_m, const std::string& what) {
 
 DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, const DequantizeOptions& opt) {
   DequantizeCall c;
-  c.y = as_matrix(yv, "output");
+  c.y = as_matrix(yv, "dequantize: output");
   if (!is_float_io(c.y.dtype))
     fail_arg(std::string("dequantize: output.dtype=") + dtype_name(c.y.dtype) +
              " is not supported; expected float32, float16 or bfloat16");

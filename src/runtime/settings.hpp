@@ -1,7 +1,7 @@
 // Process-wide runtime switches, logging and fallback reporting.
 //
 // Precedence of the backend: the per-call option, else the process-wide setter
-// (mxq::set_default_backend / mxq_set_backend), else MXQ_BACKEND, read once at first use.
+// (mxq::set_default_backend / mxq_set_default_backend), else MXQ_BACKEND, read once at first use.
 // MXQ_STRICT=1 (or mxq::set_strict) turns every fallback into an error. MXQ_LOG=info reports
 // the backend chosen and each fallback reason once per (op, reason); warnings are on by
 // default, MXQ_LOG=off silences them. MXQ_JIT=0 turns the JIT off.

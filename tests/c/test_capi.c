@@ -597,7 +597,39 @@ static void test_dlpack_fp_codes(void) {
   }
 }
 
+/* An empty input's buffers are planned (present, 0 bytes, their dtypes), and buffers typed as
+ * planned are taken; a call refused by the C layer leaves no dispatch record of the call before. */
+static void test_empty_input_and_refusal_record(void) {
+  printf("empty input, typed buffers; a refusal clears the dispatch record\n");
+  mxq_recipe r = parse("mxfp8");
+  mxq_layout L;
+  CHECK_OK(mxq_plan(r, 0, 64, &L));
+  CHECK(L.data.present && L.data.bytes == 0 && strcmp(L.data.dtype, "float8_e4m3fn") == 0,
+        "0x64 mxfp8 data: present %d, %lld bytes, dtype '%s'", L.data.present, (long long)L.data.bytes, L.data.dtype);
+  CHECK(L.scales.present && strcmp(L.scales.dtype, "float8_e8m0fnu") == 0, "0x64 scales: present %d, dtype '%s'",
+        L.scales.present, L.scales.dtype);
+  static float x[64];
+  static uint8_t data[1], scales[1];
+  Tensor in, td, ts;
+  tensor_init(&in, x, kDLFloat, 32, 0, 64);
+  tensor_init(&td, data, 10, 8, 0, 64);  /* kDLFloat8_e4m3fn */
+  tensor_init(&ts, scales, 14, 8, 0, 2); /* kDLFloat8_e8m0fnu */
+  mxq_quantized q;
+  memset(&q, 0, sizeof q);
+  q.data = &td.t;
+  q.scales = &ts.t;
+  CHECK_OK(mxq_quantize(r, &in.t, &q, NULL));
+  char ran[64], kernel[128], fb[256];
+  CHECK_OK(mxq_last_dispatch(ran, sizeof ran, kernel, sizeof kernel, fb, sizeof fb));
+  CHECK(strcmp(ran, "cpu") == 0, "the empty call's backend '%s'", ran);
+  check_error(mxq_quantize(r, NULL, &q, NULL), MXQ_ERROR_INVALID_ARGUMENT, "input", "a NULL input");
+  CHECK_OK(mxq_last_dispatch(ran, sizeof ran, kernel, sizeof kernel, fb, sizeof fb));
+  CHECK(strcmp(ran, "") == 0, "after a refused call the record says backend '%s'", ran);
+  mxq_recipe_destroy(r);
+}
+
 int main(void) {
+  test_empty_input_and_refusal_record();
   test_dlpack_fp_codes();
   test_mxfp8_float32();
   test_nvfp4_bf16();

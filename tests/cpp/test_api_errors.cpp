@@ -101,6 +101,14 @@ TEST(ApiErrors, InnerStrideAndRowLayout) {
   TensorView vneg = TensorView::matrix(big.data(), DType::float32, 4, 64);
   vneg.shape[0] = -4;
   expect_error([&] { quantize(vneg, s.out.view()); }, invalid({"input.shape[0]=-4", "negative"}), watch(s.out));
+  // a reversed view (rows walked backwards), and a leading stride near -2^63 that a product of
+  // strides would overflow: both refused as negative, by name
+  TensorView vrev = TensorView::matrix(big.data() + 3 * 64, DType::float32, 4, 64, -64);  // -1 alone: contiguous
+  expect_error([&] { quantize(vrev, s.out.view()); },
+               invalid({"quantize: input.strides[0]=-64", "is negative", "contiguous copy"}), watch(s.out));
+  TensorView vhuge = v3;
+  vhuge.strides = {5, std::numeric_limits<int64_t>::min() / 2, 1};
+  expect_error([&] { quantize(vhuge, s.out.view()); }, invalid({"input.strides[1]=", "is negative"}), watch(s.out));
 }
 
 TEST(ApiErrors, ShapeMismatch) {
@@ -112,9 +120,9 @@ TEST(ApiErrors, ShapeMismatch) {
 
 TEST(ApiErrors, OddFp4Width) {
   expect_error([] { plan(Recipe::parse("mxfp4"), 4, 33); },
-               invalid({"input.shape[1]=33", "must be even", "float4_e2m1fn"}));
+               invalid({"input.shape[-1]=33", "must be even", "float4_e2m1fn"}));
   expect_error([] { plan(Recipe::parse("mxfp4:dir=col"), 3, 64); },
-               invalid({"input.shape[0]=3", "must be even", "float4_e2m1fn"}));
+               invalid({"rows=3", "shape[:-1]", "must be even", "float4_e2m1fn"}));
   // quantize itself, with generous buffers
   std::vector<float> x(4 * 33);
   std::vector<uint8_t> data(256, 0xCD), scales(256, 0xCD);
@@ -125,7 +133,7 @@ TEST(ApiErrors, OddFp4Width) {
   q.data = {data.data(), 256};
   q.scales = {scales.data(), 256};
   expect_error([&] { quantize(TensorView::matrix(x.data(), DType::float32, 4, 33), q); },
-               invalid({"input.shape[1]=33", "must be even"}), {&data, &scales});
+               invalid({"input.shape[-1]=33", "must be even"}), {&data, &scales});
 }
 
 // ---- quantize: the output buffers -----------------------------------------------------------------

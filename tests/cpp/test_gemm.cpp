@@ -276,6 +276,15 @@ TEST(Gemm, ValidationNamesTheArgument) {
   o.c = &in_place;
   gemm(qa.view(), const_cast<Outputs&>(b2.q).view(), in_place, o);
   for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(acc[i], want[i]) << i;
+  // a bfloat16 D at C's address and row stride is not C itself: its rows are half as wide, so
+  // writing D would overwrite C's rows before they are read
+  const TensorView d_bf16 = TensorView::matrix(acc.data(), DType::bfloat16, 8, 8);
+  try {
+    gemm(qa.view(), const_cast<Outputs&>(b2.q).view(), d_bf16, o);
+    ADD_FAILURE() << "bfloat16 D over float32 C accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overlaps options.c"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -338,6 +338,15 @@ TEST(Plan, EmptyShapes) {
       const QuantizedLayout L = plan(Recipe::parse(r), rows, cols);
       EXPECT_EQ(L.data.bytes + L.scales.bytes + L.col_data.bytes + L.col_scales.bytes, 0)
           << r << " " << rows << "x" << cols;
+      // of 0 bytes, but the recipe's buffers all the same (their dtypes are what callers allocate)
+      const Recipe rc = Recipe::parse(r);
+      const bool blocks = !rc.is_tensor_scaled();
+      EXPECT_EQ(L.data.planned, rc.has_rowwise()) << r;
+      EXPECT_EQ(L.scales.planned, rc.has_rowwise() && blocks) << r;
+      EXPECT_EQ(L.col_data.planned, rc.has_columnwise()) << r;
+      EXPECT_EQ(L.col_scales.planned, rc.has_columnwise() && blocks) << r;
+      EXPECT_EQ(L.global_scale.planned, rc.has_global_scale()) << r;
+      EXPECT_EQ(L.amax.planned, rc.has_global_scale()) << r;
     }
 }
 

@@ -205,6 +205,20 @@ TEST(Fp8Block, NanAndInfBlocks) {
   EXPECT_EQ(o.data[66], 0x38);
 }
 
+// docs/NUMERICS.md: with eps = 0 a block of amax 2^-140 has s = 2^-140 / 448 rounded to a
+// subnormal (2^-149: the quotient is nearer it than 0); the multiplier min(1 / s, FLT_MAX) sends
+// the block's maximum to 0 too, and no element becomes NaN (0 * Inf).
+TEST(Fp8Block, SubnormalScaleGivesZerosNotNans) {
+  std::vector<float> row(32, 0.0f);
+  row[0] = std::ldexp(1.0f, -140);
+  row[2] = -0.0f;
+  const Outputs o = quantize_row("fp8_block_1x32:eps=0", row);
+  EXPECT_EQ(bits_of(load_f32(&o.scales[0])), 1u);  // 2^-149
+  EXPECT_EQ(o.data[0], 0x00);
+  EXPECT_EQ(o.data[1], 0x00);
+  EXPECT_EQ(o.data[2], 0x80);
+}
+
 TEST(Fp8Block, Ue8m0ScalesAndFp4Variant) {
   // pow2 scales stored as UE8M0: amax 448 -> s = 1 -> code 127; amax 449 -> 2 -> 128.
   std::vector<float> row(256, 0.0f);
@@ -599,6 +613,12 @@ TEST(RecipeText, NameRoundTripsForPresetsAndOptions) {
   EXPECT_EQ(Recipe::parse("fp8_block_1x32:elem=float4_e2m1fn,pow2=1,scale=ue8m0").name(), "fp4_block_1x32");
   EXPECT_EQ(Recipe::parse("mxfp8_e4m3").name(), "mxfp8");
   EXPECT_EQ(Recipe::parse("fp8_block").name(), "fp8_block_1x128");
+  // a rowwise recipe's column form is read by nothing: its name leaves it out, so that parse()
+  // takes the name back ("colform=same" on a rowwise recipe is refused)
+  Recipe rowwise = Recipe::parse("mxfp8");
+  rowwise.column_form = ColumnForm::same_shape;
+  EXPECT_EQ(rowwise.name(), "mxfp8");
+  EXPECT_NO_THROW(Recipe::parse(rowwise.name()));
 }
 
 }  // namespace

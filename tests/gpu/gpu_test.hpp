@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "cli/host_tensor.hpp"
 #include "mxq/mxq.hpp"
@@ -19,7 +20,10 @@ inline const Device kCpu{};
 
 inline bool have_gpu() { return runtime::cuda_device_count() > 0; }
 // MXQ_GPU_TEST_SMALL=1 (used under compute-sanitizer) drops the large shapes.
-inline bool small_only() { return std::getenv("MXQ_GPU_TEST_SMALL") != nullptr; }
+inline bool small_only() {
+  const char* v = std::getenv("MXQ_GPU_TEST_SMALL");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";  // "0" or empty: the full set
+}
 
 }  // namespace mxq::gpu_test
 

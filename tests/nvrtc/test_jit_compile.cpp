@@ -8,15 +8,16 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cuda/quantize/fast_select.hpp"
 #include "mxq/api.hpp"
 #include "mxq/error.hpp"
 #include "mxq/numerics/activations.h"
-#include "cuda/quantize/fast_select.hpp"
 #include "runtime/jit/compile.hpp"
 
 namespace mxq::runtime::jit {
@@ -429,6 +430,18 @@ TEST(JitCompile, GemmWarmupFillsTheDiskCache) {
       EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
       EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
     }
+  }
+  // threads: no more workers than kernels (INT_MAX once aborted the process when the system
+  // refused a thread), and a negative count is an error naming it
+  const JitWarmupResult again = jit_warmup({"gemm:N=256,K=512,block_m=256"}, 90, std::numeric_limits<int>::max());
+  EXPECT_EQ(again.configs, 2);
+  try {
+    jit_warmup({"gemm:N=256,K=512,block_m=256"}, 90, -1);
+    ADD_FAILURE() << "threads=-1 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("threads=-1; expected 0 (one per core) or more"), std::string::npos)
+        << e.what();
   }
   try {  // wgmma is sm_90a's: refused by name, not a packing failure
     jit_warmup({"gemm:N=256,K=512"}, 100, 1);

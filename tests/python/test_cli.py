@@ -383,3 +383,35 @@ def test_jit_and_cache_switches(tmp_path):
     assert bad.returncode == 0 and "MXQ_CACHE_MAX_MB='lots'" in bad.stderr, bad.stderr
     quiet = warm("quiet", "mxfp8", MXQ_CACHE_MAX_MB="lots", MXQ_LOG="off")
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+# A cache directory the disk cache refused (here: world-writable) is not emptied: `cache clear`
+# says so and fails, never "removed 0 entries" with the files still there; `cache ls` says why
+# it lists nothing. A relative MXQ_CACHE_DIR is the working directory's.
+def test_cache_clear_of_a_refused_directory(tmp_path):
+    d = tmp_path / "open"
+    d.mkdir()
+    (d / "0123.cubin").write_bytes(b"x" * 16)
+    d.chmod(0o777)
+    env = dict(os.environ, MXQ_CACHE_DIR=str(d))
+    clear = subprocess.run([mxq_bin(), "cache", "clear"], capture_output=True, text=True, env=env, timeout=60)
+    if "the JIT is unavailable" in clear.stderr or "not built" in clear.stderr:
+        pytest.skip(f"no JIT in this build: {clear.stderr.strip()}")
+    assert clear.returncode != 0 and f"the disk cache at {d} is not in use" in clear.stderr, clear.stderr
+    assert "nothing was removed" in clear.stderr and (d / "0123.cubin").exists()
+    ls = subprocess.run([mxq_bin(), "cache", "ls"], capture_output=True, text=True, env=env, timeout=60)
+    assert ls.returncode == 0 and "memory only" in ls.stdout and "writable" in ls.stdout, ls.stdout
+    rel = subprocess.run([mxq_bin(), "cache", "ls", "--json"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, MXQ_CACHE_DIR="relcache"), cwd=tmp_path)
+    assert rel.returncode == 0 and json.loads(rel.stdout)["dir"] == str(tmp_path / "relcache"), rel.stdout
+
+
+# `--block-m` takes one comma-separated argument: a shape after it stays a shape; the demo
+# refuses cublaslt (a GEMM backend) by name.
+def test_cli_option_edges():
+    r = run("bench", "gemm", "--block-m", "128", "128x128x128", "--json")
+    assert "--block-m: 128x128x128" not in r.stderr, r.stderr
+    assert r.returncode == 0 or "no usable CUDA device" in r.stderr, r.stderr
+    demo = run("demo", "--rows", "16", "--weight-rows", "16", "--cols", "256", "--repeats", "1", "--backend",
+               "cublaslt")
+    assert demo.returncode == 2 and "--backend=cublaslt runs GEMMs only" in demo.stderr, demo.stderr

@@ -35,8 +35,13 @@ def test_recipe_type_error():
 @pytest.mark.parametrize("x, recipe, match", [
     (X, "mxfp9", r"recipe: unknown recipe 'mxfp9'; presets: fp8_tensor"),
     (np.ones((4, 33), np.float32), "nvfp4",
-     r"quantize: input.shape\[1\]=33 must be even for float4_e2m1fn \(two values per byte\), recipe nvfp4"),
-    (np.ones((3, 32), np.float32), "mxfp4:dir=both", r"input.shape\[0\]=3 must be even"),
+     r"quantize: input.shape\[-1\]=33 \(the columns\) must be even for float4_e2m1fn \(two values per byte\), "
+     r"recipe nvfp4"),
+    (np.ones((3, 32), np.float32), "mxfp4:dir=both", r"rows=3 \(shape\[:-1\]'s product\) must be even"),
+    # N-D: the columns are the last dimension, the rows the product of the others
+    (np.ones((2, 3, 33), np.float32), "nvfp4", r"input.shape\[-1\]=33 \(the columns\)"),
+    (np.ones((3, 3, 64), np.float32), "mxfp4:dir=both", r"rows=9 \(shape\[:-1\]'s product\)"),
+    (np.ones((4, 64), np.float32)[::-1], "mxfp8", r"quantize: x.strides=\(-64, 1\) \(elements\) has a negative stride"),
     (np.ones((4, 3, 64), np.float32)[:, :2], "mxfp8", r"so that the leading dimensions collapse into rows"),
     (X, "mxfp8:rounding=up", r"option rounding=up is invalid"),
 ])
@@ -199,3 +204,59 @@ def test_messages_name_the_python_arguments():
     with pytest.raises(ValueError, match="dequantize: recipe mxfp8:dir=col has only columnwise output; pass "
                                          "columnwise=True"):
         mxq.dequantize(mxq.quantize(X, "mxfp8:dir=col"))
+
+
+# Python floats are float64: a value float32 cannot hold would reach the C++ API as inf or 0 and
+# the call would quietly run on that; each is refused by name instead.
+@pytest.mark.parametrize("call, name", [
+    (lambda qa, qb: mxq.gemm(qa, qb, alpha=1e-50), "alpha=1e-50"),
+    (lambda qa, qb: mxq.gemm(qa, qb, alpha=1e300), "alpha=1e\\+300"),
+    (lambda qa, qb: mxq.gemm(qa, qb, alpha=2 ** 200), "alpha=1606938"),
+    (lambda qa, qb: mxq.quantize(X, "fp8_tensor", amax=1e300), "amax=1e\\+300"),
+    (lambda qa, qb: mxq.quantize(X, "nvfp4", amax=np.float64(1e-50)), "amax=np.float64\\(1e-50\\)"),
+    (lambda qa, qb: mxq.quantize(X, "fp8_tensor", scale=np.array([1e300])), "scale=array"),
+])
+def test_float32_range_of_scalars(call, name):
+    a = np.ones((4, 128), np.float32)
+    qa, qb = mxq.quantize(a, "fp8_block_1x128"), mxq.quantize(np.ones((128, 128), np.float32), "fp8_block_128x128")
+    with pytest.raises(ValueError, match=name + ".* is outside float32's range"):
+        call(qa, qb)
+    # what float32 holds still runs: its smallest subnormal, its largest finite, 0
+    assert mxq.gemm(qa, qb, alpha=1e-45).shape == (4, 128) and mxq.gemm(qa, qb, alpha=0).shape == (4, 128)
+    assert mxq.quantize(X, "fp8_tensor", amax=3.4e38).data.shape == X.shape
+
+
+def test_recipe_helpers_check_their_fields():
+    with pytest.raises(ValueError, match=r"MX: dir='both,layout=swizzled_128x4'; expected one option value"):
+        mxq.mx(dir="both,layout=swizzled_128x4")
+    with pytest.raises(TypeError, match=r"FP8Block: eps=True; expected a real number"):
+        mxq.fp8_block(eps=True)
+    with pytest.raises(TypeError, match=r"FP8Block: group='128'; expected an int"):
+        mxq.fp8_block(group="128")
+    with pytest.raises(ValueError, match=r"mx: elem='e3m4' is invalid"):  # at construction, not first use
+        mxq.mx("e3m4")
+    assert str(mxq.fp8_block(group=64, eps=1e-4)) == "fp8_block_1x64:eps=0.0001"
+    assert str(mxq.mx("e2m1", dir="both")) == "mxfp4:dir=both"
+
+
+def test_arguments_named_before_they_are_read():
+    q = mxq.quantize(X, "mxfp8")
+    with pytest.raises(TypeError, match=r"quantize: x is a numpy masked array; .* would ignore the mask"):
+        mxq.quantize(np.ma.masked_array(X, mask=X > 0), "mxfp8")
+    with pytest.raises(TypeError, match=r"dequantize: q.data must be a numpy.ndarray, .* got builtins.list"):
+        mxq.dequantize(dataclasses.replace(q, data=[1]))
+    with pytest.raises(TypeError, match=r"quantize: act_input.dtype=float64 is not supported; expected float32"):
+        mxq.quantize(X, "mxfp8", activation="relu", act_input=X.astype(np.float64))
+    a = mxq.quantize(np.ones((4, 128), np.float32), "fp8_block_1x128")
+    b = mxq.quantize(np.ones((128, 128), np.float32), "fp8_block_128x128")
+    with pytest.raises(TypeError, match=r"gemm: out_dtype=<class 'numpy.float64'> is not supported; expected "
+                                        r"float32 or bfloat16$"):
+        mxq.gemm(a, b, out_dtype=np.float64)
+    with pytest.raises(TypeError, match=r"gemm: out_dtype='float16' is not supported; expected float32 or bfloat16"):
+        mxq.gemm(a, b, out_dtype="float16")
+    for dtype in (3, "float64", np.float64):
+        with pytest.raises(TypeError, match=r"dequantize: dtype=.* is not supported; expected float32, float16 or "
+                                            r"bfloat16"):
+            mxq.dequantize(q, dtype=dtype)
+    with pytest.raises(TypeError, match=r"jit_warmup: recipes=None; expected a sequence of recipes"):
+        mxq.jit_warmup(None)

@@ -26,7 +26,15 @@ JitCacheInfo jit_cache_info() {
   return info;
 }
 
-uint64_t jit_cache_clear() { return runtime::jit::disk_cache().clear(); }
+uint64_t jit_cache_clear() {
+  runtime::jit::DiskCache& d = runtime::jit::disk_cache();
+  // A directory the cache refused is not this process's to empty: say so, never "removed 0"
+  if (!d.usable())
+    fail(ErrorCode::backend_unavailable, "jit_cache_clear: the disk cache" + (d.dir().empty() ? "" : " at " + d.dir()) +
+                                             " is not in use (" + (d.why().empty() ? "no directory" : d.why()) +
+                                             "); nothing was removed");
+  return d.clear();
+}
 
 namespace {
 // "RECIPE[+ACT][+dACT][+dbias]", e.g. "mxfp8+swiglu", "mxfp8:dir=both+dgelu+dbias": the recipe
@@ -125,6 +133,7 @@ std::vector<runtime::jit::GemmKey> parse_gemm_warmup(const std::string& text) {
 }  // namespace
 
 JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, int threads) {
+  if (threads < 0) fail_arg("jit_warmup: threads=" + std::to_string(threads) + "; expected 0 (one per core) or more");
   const std::string why = runtime::jit::unavailable_reason();
   if (!why.empty()) fail(ErrorCode::backend_unavailable, "jit_warmup: the JIT is unavailable: " + why);
   if (arch == 0) {
@@ -169,7 +178,9 @@ JitWarmupResult jit_warmup(const std::vector<std::string>& recipes, int arch, in
   if (!gemm_keys.empty() && arch != 90)
     fail_arg("jit_warmup: arch=" + std::to_string(arch) +
              " with gemm entries; the GEMM's TMA + wgmma kernel is built for sm_90a only (expected arch 90)");
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  // no more workers than kernels: the rest would start only to find nothing left
+  threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, keys.size() + gemm_keys.size())));
   JitWarmupResult res;
   res.failures = runtime::jit::warmup(keys, gemm_keys, arch, threads);
   res.configs = int(keys.size() + gemm_keys.size() - res.failures.size());

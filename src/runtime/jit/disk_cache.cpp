@@ -268,7 +268,12 @@ std::string default_cache_dir() {
     const char* v = std::getenv(name);
     return v != nullptr ? v : "";
   };
-  if (std::string d = env("MXQ_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = env("MXQ_CACHE_DIR"); !d.empty()) {
+    // relative: to the working directory at first use, not wherever a later chdir() leads
+    if (!d.starts_with('/'))
+      if (char cwd[4096]; ::getcwd(cwd, sizeof cwd) != nullptr) return std::string(cwd) + "/" + d;
+    return d;
+  }
   // The XDG base directory specification: a relative path is invalid and ignored.
   if (std::string d = env("XDG_CACHE_HOME"); d.starts_with('/')) return d + "/mxq";
   if (std::string d = env("HOME"); !d.empty()) return d + "/.cache/mxq";

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "cuda/check.hpp"
@@ -289,19 +290,30 @@ std::vector<std::string> warmup(const std::vector<cuda::FastKey>& keys, const st
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   const size_t total = keys.size() + gemm_keys.size();
-  for (int t = 0; t < std::max(1, threads); ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < total;) {
-        const bool gemm = i >= keys.size();
-        try {
-          if (gemm) compiled_gemm(gemm_keys[i - keys.size()], arch);
-          else compiled(keys[i], arch);
-        } catch (const Error& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          failures.push_back((gemm ? gemm_key_text(gemm_keys[i - keys.size()]) : key_text(keys[i])) + ": " + e.what());
-        }
+  const auto work = [&] {
+    for (size_t i; (i = next++) < total;) {
+      const bool gemm = i >= keys.size();
+      try {
+        if (gemm)
+          compiled_gemm(gemm_keys[i - keys.size()], arch);
+        else
+          compiled(keys[i], arch);
+      } catch (const Error& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back((gemm ? gemm_key_text(gemm_keys[i - keys.size()]) : key_text(keys[i])) + ": " + e.what());
       }
-    });
+    }
+  };
+  // A worker the system refuses to start leaves the others to finish the list (and the calling
+  // thread, when none starts): a joinable std::thread destroyed by an exception would terminate.
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  work();
   for (auto& t : pool) t.join();
   return failures;
 }
