@@ -16,6 +16,7 @@
 #   MXQ_RACECHECK_FILTER='*' ...                  gtest filter of racecheck (default two quantize tests)
 #   MXQ_SKIP_PYTEST=1 ...                         no Python package tests
 #   MXQ_PYTEST_TIMEOUT=150 ...                    seconds for them (default 300; rc 124 when cut)
+#   MXQ_PYTEST=1 MXQ_PREBUILT=... ...             with a prebuilt tree: run them from the packed extension
 #   MXQ_GEMM_BENCH_ARGS=--quick ...               two GEMM shapes only
 #   MXQ_BENCH_SWEEP='--only nvfp4 --shape 4096x7168 --shape 8192x7168' ...  a second quantize
 #                                                 benchmark run with these arguments, its rows last
@@ -76,8 +77,16 @@ if [ -n "${MXQ_PREBUILT:-}" ]; then
   done
   missing=$(ldd "$BUILD/tests/gpu/mxq_gpu_tests" | grep "not found")
   [ -z "$missing" ] || { note "prebuilt: libraries not found: $missing"; exit 1; }
-  MXQ_SKIP_PYTEST=1
-  note "build: prebuilt (sources $(cat "$BUILD/PREBUILT"); no Python package tests)"
+  # the package's tests, asked for with MXQ_PYTEST=1, run where the pack holds the extension for
+  # this machine's Python (a prebuilt call is otherwise a targeted one: they stay off)
+  ext=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  if [ "${MXQ_PYTEST:-}" = 1 ] && [ -f "$BUILD/python/mxq/_core$ext" ]; then
+    note "build: prebuilt (sources $(cat "$BUILD/PREBUILT"); the Python extension _core$ext)"
+  else
+    MXQ_SKIP_PYTEST=1
+    note "build: prebuilt (sources $(cat "$BUILD/PREBUILT"); no Python package tests: MXQ_PYTEST=${MXQ_PYTEST:-unset}, $(
+      [ -f "$BUILD/python/mxq/_core$ext" ] && echo "extension packed" || echo "no extension for this Python"))"
+  fi
 else
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_BUILD_PYTHON=ON >"$OUT/configure.log" 2>&1 || { note "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
   targets="mxq mxq_gpu_tests bench_quantize_gpu"
