@@ -310,7 +310,10 @@ void Recipe::validate() const {
         bad("fp8_block blocks are 1x32, 1x64, 1x128 or 128x128, got " + std::to_string(block_rows) + "x" +
             std::to_string(block_cols));
       if (scale_type == ScaleType::ue4m3) bad("fp8_block scales are float32 or float8_e8m0fnu");
-      if (scale_type == ScaleType::ue8m0 && !pow2) bad("scale=float8_e8m0fnu needs pow2=1 (exact UE8M0 scales)");
+      if (scale_type == ScaleType::ue8m0 && !pow2)
+        bad(layout == ScaleLayout::packed_ue8m0
+                ? "layout=packed_ue8m0 stores float8_e8m0fnu scales and needs pow2=1 (exact UE8M0 scales)"
+                : "scale=float8_e8m0fnu needs pow2=1 (exact UE8M0 scales)");
       if (layout == ScaleLayout::swizzled_128x4) bad("fp8_block scales are row_major, mn_major_tma or packed_ue8m0");
       if (layout == ScaleLayout::mn_major_tma && (scale_type != ScaleType::float32 || square))
         bad("layout=mn_major_tma holds float32 scales of 1xG groups");

@@ -409,6 +409,7 @@ TEST(ApiErrors, UnknownRecipesAndOptions) {
       {"fp8_block_1x128:pow2=yes", {"pow2=yes", "0, 1, true or false"}},
       {"fp8_block_1x128:block=1x100", {"1x32, 1x64, 1x128 or 128x128", "got 1x100"}},
       {"fp8_block_1x128:scale=float8_e8m0fnu", {"needs pow2=1"}},
+      {"fp8_block_1x128:layout=packed_ue8m0", {"layout=packed_ue8m0 stores float8_e8m0fnu scales and needs pow2=1"}},
       {"mxfp8:layout=mn_major_tma", {"MX scales are row_major, packed_ue8m0 or swizzled_128x4"}},
       {"mxfp8:pow2=1", {"pow2 applies to fp8_tensor and fp8_block"}},
       {"nvfp4:elem=float8_e4m3fn", {"nvfp4 elements are float4_e2m1fn"}},

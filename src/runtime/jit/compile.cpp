@@ -182,8 +182,9 @@ std::string gemm_key_problem(const GemmKey& k) {
     return "";
   return "GEMM key block_m=" + std::to_string(k.block_m) + " group=" + std::to_string(k.group) +
          " N=" + std::to_string(k.n) + " K=" + std::to_string(k.k) + " split=" + std::to_string(k.split) +
-         "; the JIT specialises block_m 128 or 256, group 1, 2 or 4 (promote-k 32, 64, 128), 0 <= N < 2^24, "
-         "K = 0 or 16 <= K < 2^24 with K % 16 == 0, and split 1 (or 2 or 4 with block_m 128)";
+         "; the JIT specialises block_m 128 or 256, group 1, 2 or 4 (promote-k 32, 64, 128), N < 2^24 (0: the kernel "
+         "for any N), "
+         "16 <= K < 2^24 with K % 16 == 0 (0: the kernel for any K), and split 1 (or 2 or 4 with block_m 128)";
 }
 
 std::string gemm_key_text(const GemmKey& k) {
