@@ -59,7 +59,7 @@ def _real(v, op: str, name: str):
         kind = np.dtype(v.dtype).kind if hasattr(v, "__cuda_array_interface__") else np.asarray(v).dtype.kind
     except (TypeError, ValueError, RuntimeError):
         kind = "O"
-    if kind not in "biuf":
+    if kind not in ("biuf" if name == "noop" else "iuf"):  # a flag may be a bool; an amax or scale is not
         raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
     return check_f32(v, op, name)
 

@@ -91,6 +91,8 @@ class TorchFramework(Framework):
             if isinstance(v, (str, bytes, complex, np.complexfloating)) or (
                     isinstance(v, np.ndarray) and v.dtype.kind not in "biuf"):
                 raise TypeError
+            if name != "noop" and isinstance(v, (bool, np.bool_)):  # a flag may be a bool; an amax or scale is not
+                raise TypeError
             f = float(v)
         except (TypeError, ValueError):
             raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 tensor on the input's device") from None

@@ -1,5 +1,7 @@
 #include "mxq/tensor.hpp"
 
+#include <charconv>
+
 #include "core/validate.hpp"
 #include "mxq/error.hpp"
 
@@ -200,9 +202,11 @@ Matrix as_matrix(const TensorView& v, std::string_view arg) {
 }
 
 std::string fmt_float(float v) {
+  // the shortest text that reads back to v: what the caller wrote (1e-10, 0.0001), where %.9g
+  // would print 1.00000001e-10
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", double(v));
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 std::string ptr_str(const void* p) {

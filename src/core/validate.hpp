@@ -21,7 +21,7 @@ struct Matrix {
 
 Matrix as_matrix(const TensorView& v, std::string_view arg);
 std::string ptr_str(const void* p);
-std::string fmt_float(float v);  // every digit a float needs (%.9g)
+std::string fmt_float(float v);  // the shortest text that reads back to v
 // plan() with error messages attributed to `op` (quantize, dequantize, plan).
 QuantizedLayout plan_for(const char* op, const Recipe& recipe, int64_t rows, int64_t cols);
 num::ScaleGeometry direction_scale_geometry(const Recipe& r, int64_t rows, int64_t cols, bool columnwise);

@@ -71,6 +71,10 @@ def test_scalar_options():
     for name in ("amax", "noop"):
         with pytest.raises(TypeError, match=f"{name}='2.5'; expected a number"):
             mxq.quantize(X, "nvfp4", **{name: "2.5"})
+    for name in ("amax", "scale"):  # a bool is no amax or scale (noop, a flag, may be one)
+        with pytest.raises(TypeError, match=f"{name}=True; expected a number"):
+            mxq.quantize(X, "fp8_tensor", **{name: True})
+    assert not mxq.quantize(X, "mxfp8", noop=True).data.view(np.uint8).any()
     with pytest.raises(TypeError, match="dbias='no'; expected a bool"):
         mxq.quantize(X, "mxfp8", dbias="no")
 
