@@ -39,6 +39,7 @@ fi
 echo "$stamp" >"$BUILD/PREBUILT"
 files="PREBUILT mxq tests/gpu/mxq_gpu_tests bench/gpu/bench_quantize_gpu bench/gpu/bench_gemm_gpu bench/bench_jit libmxq_core.a
   src/cuda/CMakeFiles/mxq_cuda.dir/gemm/wgmma.cu.o src/cuda/CMakeFiles/mxq_cuda.dir/quantize/fast_bf16.cu.o $pyfiles"
-tar -C "$BUILD" -cf - $files | xz -T2 -6 --lzma2=dict=192MiB >prebuilt.tar.xz.tmp
-mv prebuilt.tar.xz.tmp prebuilt.tar.xz
-echo "prebuilt.tar.xz: $(du -h prebuilt.tar.xz | cut -f1), sources $stamp${pyfiles:+, with the Python extension for $py}"
+pack=${MXQ_PACK_OUT:-prebuilt.tar.xz}  # another name keeps a second tree's pack beside this one
+tar -C "$BUILD" -cf - $files | xz -T2 -6 --lzma2=dict=192MiB >"$pack.tmp"
+mv "$pack.tmp" "$pack"
+echo "$pack: $(du -h "$pack" | cut -f1), sources $stamp${pyfiles:+, with the Python extension for $py}"
