@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-import numpy as np
 import torch
 
 from . import _core
-from ._args import check_f32
-from ._frameworks import Framework, register
+from ._frameworks import Framework, _real, register
 
 _NAMES = {
     torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
@@ -87,16 +85,12 @@ class TorchFramework(Framework):
                                  f"{v.dtype} of shape {tuple(v.shape)} on {v.device}")
             return v.detach()  # an amax computed from a Parameter: the outputs must not carry a grad_fn
         try:
-            # float() takes str and drops a NumPy complex's imaginary part
-            if isinstance(v, (str, bytes, complex, np.complexfloating)) or (
-                    isinstance(v, np.ndarray) and v.dtype.kind not in "biuf"):
-                raise TypeError
-            if name != "noop" and isinstance(v, (bool, np.bool_)):  # a flag may be a bool; an amax or scale is not
-                raise TypeError
-            f = float(v)
-        except (TypeError, ValueError):
+            # the package's one rule for a host scalar (_frameworks._real: a number, a bool for noop
+            # only, within float32's range), then float(), which alone would take str and drop a
+            # complex's imaginary part
+            f = float(_real(v, op, name))
+        except TypeError:
             raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 tensor on the input's device") from None
-        check_f32(v, op, name)
         return torch.tensor([f], dtype=torch.float32, device=_device(device))
 
     def address(self, a) -> int:
