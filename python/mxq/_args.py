@@ -4,12 +4,17 @@ truthiness or int() would take "no" as True and 64.5 as 64. Each error names the
 argument, the value and what was expected."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 INT32 = (-2**31, 2**31 - 1)  # a C++ int
 INT64 = (-2**63, 2**63 - 1)  # a C++ int64_t
 SIZE = (0, 2**63 - 1)  # a shape's extent
-_F32_MAX = float(np.finfo(np.float32).max)
+# float32's rounding of a float64 (round to nearest, ties to even): magnitudes from the tie above
+# its largest finite value up become inf, and those up to the tie below its least subnormal 0
+_F32_TO_INF = 2.0**128 - 2.0**103
+_F32_TO_ZERO = 2.0**-150
 
 
 def check_bool(v, op: str, name: str) -> bool:
@@ -46,10 +51,17 @@ def check_f32(v, op: str, name: str):
     """v (a number, or a host array of them) if float32 holds it: a float64 value beyond float32's
     range would become inf, and a tiny non-zero one 0, and the call would quietly run on that.
     NaN and Inf pass (the C++ API judges them), as do device arrays (never read on the host)."""
-    if hasattr(v, "__cuda_array_interface__") or type(v).__module__.split(".")[0] == "torch":
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        # a Python number (np.float64 is one): comparisons alone, which torch.compile traces (its
+        # fullgraph mode cannot trace numpy's errstate, nor type(v).__module__ of a float); an int
+        # reaches the binding through float64 as a float would
+        if isinstance(v, int) and abs(v) >= 2**1024:
+            bad = True
+        else:
+            m = abs(float(v))
+            bad = (_F32_TO_INF <= m < math.inf) or 0 < m <= _F32_TO_ZERO
+    elif hasattr(v, "__cuda_array_interface__") or type(v).__module__.split(".")[0] == "torch":
         return v
-    if isinstance(v, int) and not isinstance(v, bool):  # exact, however large
-        bad = abs(v) > _F32_MAX
     else:
         a = np.asarray(v)
         if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and a.dtype.itemsize <= 4):

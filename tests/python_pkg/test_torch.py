@@ -211,6 +211,17 @@ def test_torch_compile_fullgraph_cpu():
         assert a.dtype == b.dtype and a.shape == b.shape and raw(a) == raw(b)
 
 
+@pytest.mark.parametrize("kwargs", [{"amax": 3.0}, {"scale": 0.5}, {"amax": 7}, {"noop": True}, {"noop": 0.0}])
+def test_torch_compile_fullgraph_host_scalars(kwargs):
+    """Host numbers (amax, scale, noop) go through the package's checks under torch.compile's
+    fullgraph mode too: those checks must trace (numpy's errstate, np.asarray of a float or
+    type(v).__module__ do not), and give the eager call's bytes."""
+    x = sample((8, 256))
+    recipe = "nvfp4" if "scale" not in kwargs else "fp8_tensor"
+    got = torch.compile(lambda t: mxq.quantize(t, recipe, **kwargs), fullgraph=True, backend="aot_eager")(x)
+    assert_same_bytes(got, mxq.quantize(x, recipe, **kwargs), str(kwargs))
+
+
 def test_gemm_on_cpu_tensors():
     g = torch.Generator().manual_seed(5)
     a = torch.randint(-4, 5, (8, 256), generator=g).float()
