@@ -185,13 +185,22 @@ OPCHECKS = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_
 
 def test_custom_ops_pass_opcheck():
     x = sample((8, 128))
+    q = mxq.quantize(x, "mxfp8")  # the package loads its torch part, the ops' registration, at first use
     for recipe in ("mxfp8:dir=both", "nvfp4", "fp8_block_1x128:layout=mn_major_tma", "fp8_tensor"):
         torch.library.opcheck(torch.ops.mxq.quantize.default, (x, recipe, None, None, "none", None, False, None, "auto"),
                               test_utils=OPCHECKS)
-    q = mxq.quantize(x, "mxfp8")
     torch.library.opcheck(torch.ops.mxq.dequantize.default,
                           (q.recipe, 8, 128, q.data, q.scales, None, None, None, None, "float32", False, "auto"),
                           test_utils=OPCHECKS)
+    # the gemm op, each family (the global scales of NVFP4 and per-tensor FP8 among its arguments)
+    w = sample((128, 128), seed=3)
+    for ra, rb in (("fp8_block_1x128:layout=mn_major_tma", "fp8_block_128x128"), ("nvfp4", "nvfp4_2d"),
+                   ("fp8_tensor", "fp8_tensor"), ("mxfp8", "mxfp4")):
+        qa, qb = mxq.quantize(x, ra), mxq.quantize(w, rb)
+        torch.library.opcheck(torch.ops.mxq.gemm.default,
+                              (qa.recipe, 8, 128, qa.data, qa.scales, qb.recipe, 128, 128, qb.data, qb.scales, 1.0,
+                               None, None, "float32", "auto", 0, 0, qa.global_scale, qb.global_scale),
+                              test_utils=OPCHECKS)
 
 
 def test_torch_compile_fullgraph_cpu():
