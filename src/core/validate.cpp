@@ -11,8 +11,8 @@ namespace {
 bool is_float_io(DType t) { return t == DType::float32 || t == DType::float16 || t == DType::bfloat16; }
 
 // `recipe` names the recipe in messages; it is called on failure only (this runs on every call).
-// `arg` names the tensor in messages: "quantized." for quantize's outputs and dequantize's input,
-// "a." and "b." for the GEMM's operands.
+// `arg` names the call and the tensor in messages: "quantize: quantized." for quantize's outputs,
+// "dequantize: quantized." for dequantize's input, "gemm: a." and "gemm: b." for the GEMM's operands.
 template <class Name>
 void check_buffer(const std::string& arg, const char* what, const Buffer& b, const BufferSpec& spec, const Name& recipe) {
   if (!spec.present()) return;
@@ -36,8 +36,7 @@ void check_optional_scalar(const std::string& arg, const char* what, const Buffe
 }
 
 template <class Name>
-void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Name& name,
-                   const std::string& arg = "quantized.") {
+void check_buffers(const QuantizedTensor& q, const QuantizedLayout& L, const Name& name, const std::string& arg) {
   check_buffer(arg, "data", q.data, L.data, name);
   check_buffer(arg, "scales", q.scales, L.scales, name);
   check_buffer(arg, "col_data", q.col_data, L.col_data, name);
@@ -121,7 +120,7 @@ QuantizeCall check_quantize(const TensorView& xv, const QuantizedTensor& out, co
     fail_arg("quantize: quantized.device=" + out.device.str() + " differs from input.device=" + c.x.device.str());
   c.layout = plan_for("quantize", out.recipe, c.x.rows, out_cols);
   auto name = [&] { return out.recipe.name(); };
-  check_buffers(out, c.layout, name);
+  check_buffers(out, c.layout, name, "quantize: quantized.");
   const bool global = out.recipe.has_global_scale();
   if (opt.amax_in && !global)
     fail_arg("quantize: options.amax_in is only used by fp8_tensor and nvfp4, not by recipe " + name());
@@ -183,7 +182,8 @@ QuantizedLayout check_gemm_operand(const QuantizedTensor& q, const char* name, b
              " (float4_e2m1fn, two codes per byte)");
   QuantizedLayout need = plan_for("gemm", r, q.rows, q.cols);
   need.col_data = need.col_scales = need.amax = {};
-  check_buffers(q, need, [&] { return r.name(); }, std::string(name) + ".");
+  check_buffers(
+      q, need, [&] { return r.name(); }, std::string("gemm: ") + name + ".");
   return need;
 }
 
@@ -283,7 +283,7 @@ DequantizeCall check_dequantize(const QuantizedTensor& q, const TensorView& yv, 
   need.amax = {};  // dequantize does not read it
   if (opt.columnwise) need.data = need.scales = {};
   else need.col_data = need.col_scales = {};
-  check_buffers(q, need, name);
+  check_buffers(q, need, name, "dequantize: quantized.");
   Extents ex;
   ex.add("output", c.y, true);
   ex.add("quantized.data", q.data, need.data, false);
