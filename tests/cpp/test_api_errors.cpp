@@ -147,7 +147,7 @@ TEST(ApiErrors, BuffersTooSmallOrMissing) {
   // (130, 200): mxfp8 data 26000 bytes, scales 130 * 7 = 910; dir=col: col_data 26000, col_scales
   // 200 * 5 = 1000; fp8_tensor global_scale 4; nvfp4 amax 4 (required: computed on the device).
   const std::vector<Case> cases = {
-      {"mxfp8", "data", 1, {"quantized.data.bytes=25999 is too small", "needs 26000 bytes", "[130, 200]"}},
+      {"mxfp8", "data", 1, {"quantize: quantized.data.bytes=25999 is too small", "needs 26000 bytes", "[130, 200]"}},
       {"mxfp8", "scales", 1, {"quantized.scales.bytes=909 is too small", "needs 910 bytes", "float8_e8m0fnu"}},
       {"mxfp8", "scales", -1, {"quantized.scales.data is null", "needs 910 bytes"}},
       {"mxfp8:dir=col", "col_data", 10, {"quantized.col_data.bytes=25990 is too small", "needs 26000 bytes"}},
@@ -509,7 +509,7 @@ TEST(ApiErrors, Dequantize) {
                invalid({"output.data is null"}), {&y});
   QuantizedTensor q = s.out.view();
   q.scales = {nullptr, 0};
-  expect_error([&] { dequantize(q, out(DType::float32, 4, 64)); }, invalid({"quantized.scales.data is null"}), {&y});
+  expect_error([&] { dequantize(q, out(DType::float32, 4, 64)); }, invalid({"dequantize: quantized.scales.data is null"}), {&y});
   q = s.out.view();
   q.data.bytes = 100;
   expect_error([&] { dequantize(q, out(DType::float32, 4, 64)); },

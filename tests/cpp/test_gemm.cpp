@@ -213,7 +213,7 @@ TEST(Gemm, ValidationNamesTheArgument) {
       gemm(qa, n2.q.view(), f32_matrix(d, 8, 8));
       ADD_FAILURE() << "an nvfp4 operand without global_scale accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("a.global_scale.data is null; recipe nvfp4 needs 4 bytes"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("gemm: a.global_scale.data is null; recipe nvfp4 needs 4 bytes"), std::string::npos)
           << e.what();
     }
   }
