@@ -17,6 +17,12 @@ _F32_TO_INF = 2.0**128 - 2.0**103
 _F32_TO_ZERO = 2.0**-150
 
 
+def _outside_f32(m):
+    """Whether float32 turns the magnitude m (float64: a float, or a NumPy array of them) into inf
+    or 0 when it is neither: comparisons alone, which torch.compile traces for a float."""
+    return ((m >= _F32_TO_INF) & (m < math.inf)) | ((m > 0) & (m <= _F32_TO_ZERO))
+
+
 def check_bool(v, op: str, name: str) -> bool:
     """v as a bool; True, False (or NumPy's bool) only: 1, "no" and None are refused."""
     if not isinstance(v, (bool, np.bool_)):
@@ -51,24 +57,19 @@ def check_f32(v, op: str, name: str):
     """v (a number, or a host array of them) if float32 holds it: a float64 value beyond float32's
     range would become inf, and a tiny non-zero one 0, and the call would quietly run on that.
     NaN and Inf pass (the C++ API judges them), as do device arrays (never read on the host)."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        # a Python number (np.float64 is one): comparisons alone, which torch.compile traces (its
-        # fullgraph mode cannot trace numpy's errstate, nor type(v).__module__ of a float); an int
-        # reaches the binding through float64 as a float would
-        if isinstance(v, int) and abs(v) >= 2**1024:
-            bad = True
-        else:
-            m = abs(float(v))
-            bad = (_F32_TO_INF <= m < math.inf) or 0 < m <= _F32_TO_ZERO
+    if isinstance(v, (int, float)):
+        # a Python number (a bool, np.float64 too), without numpy: torch.compile's fullgraph mode cannot
+        # trace numpy's errstate nor type(v).__module__ of a float; an int reaches the binding
+        # through float64 as a float would
+        huge = isinstance(v, int) and abs(v) >= 2**1024  # beyond float64 too (float() would raise)
+        bad = huge or _outside_f32(abs(float(v)))
     elif hasattr(v, "__cuda_array_interface__") or type(v).__module__.split(".")[0] == "torch":
         return v
     else:
         a = np.asarray(v)
         if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and a.dtype.itemsize <= 4):
             return v
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            wide, narrow = a.astype(np.float64), a.astype(np.float32)
-        bad = bool(((np.isfinite(wide) & ~np.isfinite(narrow)) | ((wide != 0) & (narrow == 0))).any())
+        bad = bool(_outside_f32(np.abs(a.astype(np.float64))).any())
     if bad:
         raise ValueError(f"{op}: {name}={v!r} is outside float32's range; expected 0 or a magnitude between "
                          "1.4e-45 and 3.4e+38")

@@ -55,18 +55,15 @@ def framework_of(x):
 def _real(v, op: str, name: str):
     """v, a number or an array of them (a CuPy array stays one), else a TypeError naming it: a
     float32 cast would take a str, or drop a complex's imaginary part."""
-    # a Python number first, without numpy: torch.compile's fullgraph mode traces isinstance and
-    # comparisons, not np.asarray of a float
-    if isinstance(v, bool):  # a flag may be a bool; an amax or scale is not
-        if name != "noop":
-            raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
-        return v
+    # a Python number (bool is an int) without numpy: torch.compile traces isinstance, not
+    # np.asarray of a float
     if isinstance(v, (int, float)):
-        return check_f32(v, op, name)
-    try:  # a device array (CuPy, a CUDA tensor) is never copied to the host here
-        kind = np.dtype(v.dtype).kind if hasattr(v, "__cuda_array_interface__") else np.asarray(v).dtype.kind
-    except (TypeError, ValueError, RuntimeError):
-        kind = "O"
+        kind = "b" if isinstance(v, bool) else "f"
+    else:
+        try:  # a device array (CuPy, a CUDA tensor) is never copied to the host here
+            kind = np.dtype(v.dtype).kind if hasattr(v, "__cuda_array_interface__") else np.asarray(v).dtype.kind
+        except (TypeError, ValueError, RuntimeError):
+            kind = "O"
     if kind not in ("biuf" if name == "noop" else "iuf"):  # a flag may be a bool; an amax or scale is not
         raise TypeError(f"{op}: {name}={v!r}; expected a number or one float32 value")
     return check_f32(v, op, name)
